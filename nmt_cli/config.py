@@ -1,0 +1,259 @@
+"""Typed configuration: the one home of every default.
+
+A run is described by four frozen dataclasses (data, tokenizer, model, train) gathered in
+`Config`; a translation by `DecodeConfig`. Presets, TOML files and `section.key=value`
+overrides are all checked against these fields, so a typo is an error, never a silent default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+
+class UserError(Exception):
+    """A problem with the user's input (files, options, run directories): shown as one line."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    data_dir: str = "data/sample"  # holds SPLIT.LANG or SPLIT.LANG.gz files
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    max_len: int = 100  # training pairs longer than this (in tokens, either side) are dropped
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    vocab_size: int = 8000
+    model_type: str = "unigram"  # unigram | bpe
+    joint: bool = True  # one SentencePiece model for source and target
+    character_coverage: float = 1.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    arch: str = "transformer"  # transformer | gru
+    d_model: int = 256  # embedding size; Transformer width; GRU hidden size
+    num_heads: int = 4
+    num_encoder_layers: int = 3
+    num_decoder_layers: int = 3
+    d_ff: int = 1024  # Transformer feed-forward inner size
+    dropout: float = 0.1
+    norm_first: bool = True  # pre-norm; False gives the post-norm of the original paper
+    tie_embeddings: bool = True  # output projection shares the target embedding matrix
+    attention: str = "additive"  # GRU only: additive (Bahdanau) | dot | general (Luong)
+    max_positions: int = 1024  # longest sequence the positional encoding covers
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    batch_tokens: int = 4096  # padded tokens per batch: sentences x longest side
+    lr: float = 5e-4
+    schedule: str = "inverse_sqrt"  # inverse_sqrt (linear warmup, then 1/sqrt) | constant | plateau
+    warmup_steps: int = 1000
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    weight_decay: float = 0.0
+    teacher_forcing_ratio: float = 1.0  # GRU only: chance of feeding the reference token
+    max_steps: int = 0  # 0: no limit
+    max_time: float = 0.0  # seconds; 0: no limit
+    epochs: int = 0  # 0: no limit
+    validate_every: int = 200  # steps
+    patience: int = 0  # stop after this many validations without a better BLEU; 0: never
+    seed: int = 1
+    device: str = "auto"  # auto | cpu | cuda | mps
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    beam: int = 5  # 1 = greedy
+    alpha: float = 1.0  # length penalty exponent
+    max_len_a: float = 1.5  # output length limit: a * source length + b
+    max_len_b: int = 10
+    batch_size: int = 64
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        check_choice("model.arch", self.model.arch, ("transformer", "gru"))
+        check_choice("model.attention", self.model.attention, ("additive", "dot", "general"))
+        check_choice("tokenizer.model_type", self.tokenizer.model_type, ("unigram", "bpe"))
+        check_choice("train.schedule", self.train.schedule, ("inverse_sqrt", "constant", "plateau"))
+        check_choice("train.device", self.train.device, DEVICES)
+        if self.model.arch == "transformer" and self.model.d_model % self.model.num_heads:
+            raise UserError("model.d_model must be divisible by model.num_heads")
+        if not 0.0 <= self.train.teacher_forcing_ratio <= 1.0:
+            raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
+        if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
+            raise UserError("train.teacher_forcing_ratio below 1 needs model.arch gru")
+        for name in ("batch_tokens", "validate_every"):
+            if getattr(self.train, name) <= 0:
+                raise UserError(f"train.{name} must be positive")
+
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+# Presets are named overrides of the defaults above. The sample presets train in a few
+# minutes on two CPU cores.
+PRESETS: dict[str, dict[str, Any]] = {
+    "transformer": {
+        "model.arch": "transformer", "model.d_model": 128, "model.num_heads": 4,
+        "model.num_encoder_layers": 2, "model.num_decoder_layers": 2, "model.d_ff": 512,
+        "tokenizer.vocab_size": 2000, "train.batch_tokens": 2048, "train.lr": 1e-3,
+        "train.warmup_steps": 200, "train.max_steps": 1200, "train.validate_every": 300,
+    },
+    "gru": {
+        "model.arch": "gru", "model.d_model": 256, "model.attention": "additive",
+        "tokenizer.vocab_size": 2000, "train.batch_tokens": 2048, "train.lr": 1e-3,
+        "train.schedule": "constant", "train.max_steps": 1200, "train.validate_every": 300,
+    },
+}
+DEFAULT_PRESET = "transformer"
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise UserError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
+
+
+def valid_keys() -> list[str]:
+    return [f"{s}.{f.name}" for s, cls in _section_classes().items() for f in fields(cls)]
+
+
+def _section_classes() -> dict[str, type]:
+    return {"data": DataConfig, "tokenizer": TokenizerConfig, "model": ModelConfig,
+            "train": TrainConfig}
+
+
+def _coerce(key: str, value: Any, kind: type) -> Any:
+    """Turn a TOML value or a command-line string into the field's type."""
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(value)
+                return value.lower() in ("true", "1", "yes")
+            return bool(value)
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{key}: expected {kind.__name__}, got {value!r}") from None
+
+
+def apply_overrides(config: Config, overrides: dict[str, Any]) -> Config:
+    """Return a copy of `config` with dotted `section.key` overrides applied and checked."""
+    classes = _section_classes()
+    changes: dict[str, dict[str, Any]] = {}
+    for key, value in overrides.items():
+        section, _, name = key.partition(".")
+        cls = classes.get(section)
+        field_types = {f.name: f.type for f in fields(cls)} if cls else {}
+        if name not in field_types:
+            raise UserError(f"unknown setting {key!r}; valid keys: {', '.join(valid_keys())}")
+        kind = {"str": str, "int": int, "float": float, "bool": bool}[field_types[name]]
+        if key == "train.max_time" and isinstance(value, str):
+            value = parse_duration(value)
+        changes.setdefault(section, {})[name] = _coerce(key, value, kind)
+    parts = {s: dataclasses.replace(getattr(config, s), **c) for s, c in changes.items()}
+    return dataclasses.replace(config, **parts)
+
+
+def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"model": {"arch": "gru"}} -> {"model.arch": "gru"}."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return flatten(tomllib.load(f))
+    except FileNotFoundError:
+        raise UserError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: invalid TOML: {e}") from None
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """Parse repeated `--set section.key=value` strings."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set {item!r}: expected section.key=value")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def preset(name: str) -> Config:
+    if name not in PRESETS:
+        raise UserError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    return apply_overrides(Config(), PRESETS[name])
+
+
+def to_dict(config: Config) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def from_dict(table: dict[str, Any]) -> Config:
+    return apply_overrides(Config(), flatten(table))
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
+
+
+def parse_duration(text: str) -> float:
+    """'90' or '90s' -> 90.0, '20m' -> 1200.0, '1h30m' -> 5400.0 (seconds)."""
+    text = text.strip().lower()
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    pos, total = 0, 0.0
+    while pos < len(text):
+        match = _DURATION.match(text, pos)
+        if not match:
+            raise UserError(f"invalid duration {text!r}; use e.g. 90s, 20m or 1h30m")
+        total += float(match.group(1)) * scale[match.group(2)]
+        pos = match.end()
+    if not text:
+        raise UserError("empty duration; use e.g. 90s, 20m or 1h30m")
+    return total
+
+
+def resolve_device(name: str):
+    """'auto' picks cuda, then mps, then cpu; an explicit device must be available."""
+    import torch
+
+    check_choice("device", name, DEVICES)
+    if name == "auto":
+        if torch.cuda.is_available():
+            name = "cuda"
+        elif torch.backends.mps.is_available():
+            name = "mps"
+        else:
+            name = "cpu"
+    elif name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available")
+    elif name == "mps" and not torch.backends.mps.is_available():
+        raise UserError("--device mps: MPS is not available")
+    return torch.device(name)

@@ -1,0 +1,173 @@
+"""Parallel text: finding, reading and checking corpus files; token-count batches.
+
+A corpus directory holds `SPLIT.LANG` or `SPLIT.LANG.gz` files. Reading checks what users
+get wrong (missing or empty files, mismatched line counts, bad UTF-8) and names the file and
+line. `Batch` is the one place where teacher forcing shifts the target: the decoder reads
+`<sos> y1 .. yn` and learns to predict `y1 .. yn <eos>`.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .config import UserError
+from .tokenizer import EOS_ID, PAD_ID, SOS_ID, Tokenizer
+
+SPLITS = {"train": ("train",), "val": ("val", "valid", "dev"), "test": ("test",)}
+
+
+def find_split_file(data_dir: Path, split: str, lang: str) -> Path:
+    """The file of `split` in `lang`: e.g. val.en, valid.en.gz, or test_2016_flickr.en.gz."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise UserError(f"--data {data_dir}: no such directory")
+    for name in SPLITS[split]:
+        for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
+            if candidate.is_file():
+                return candidate
+    if split == "test":  # named test sets such as test_2016_flickr: take the first by name
+        named = sorted(data_dir.glob(f"test_*.{lang}")) + sorted(data_dir.glob(f"test_*.{lang}.gz"))
+        if named:
+            return named[0]
+    names = " or ".join(f"{n}.{lang}[.gz]" for n in SPLITS[split])
+    raise UserError(f"{data_dir}: no {split} file for language {lang!r} (looked for {names})")
+
+
+def read_lines(path: Path) -> list[str]:
+    """Read a UTF-8 text file (optionally gzip), one sentence per line, with clear errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise UserError(f"{path}: cannot read ({e})") from None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines:
+        raise UserError(f"{path}: file is empty")
+    text = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            decoded = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}:{number}: invalid UTF-8 at byte {e.start}") from None
+        text.append(decoded.rstrip("\r"))
+    text[0] = text[0].removeprefix("\ufeff")
+    return text
+
+
+@dataclass
+class ParallelText:
+    src: list[str]
+    tgt: list[str]
+
+
+def read_parallel(src_path: Path, tgt_path: Path) -> ParallelText:
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise UserError(f"line counts differ: {src_path} has {len(src)} lines, "
+                        f"{tgt_path} has {len(tgt)}")
+    return ParallelText(src, tgt)
+
+
+def load_split(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> ParallelText:
+    return read_parallel(find_split_file(data_dir, split, src_lang),
+                         find_split_file(data_dir, split, tgt_lang))
+
+
+@dataclass
+class EncodedText:
+    """Token ids of kept sentence pairs (no special tokens yet) and what was dropped."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+    empty: int = 0
+    too_long: int = 0
+
+
+def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> EncodedText:
+    """Tokenize, skip pairs with an empty side and drop pairs over `max_len` tokens."""
+    src_ids, tgt_ids = tokenizer.encode_src(text.src), tokenizer.encode_tgt(text.tgt)
+    encoded = EncodedText([], [])
+    for s, t in zip(src_ids, tgt_ids):
+        if not s or not t:
+            encoded.empty += 1
+        elif len(s) + 1 > max_len or len(t) + 1 > max_len:
+            encoded.too_long += 1
+        else:
+            encoded.src.append(s)
+            encoded.tgt.append(t)
+    return encoded
+
+
+def pad(sequences: list[list[int]]) -> torch.Tensor:
+    """Right-pad id lists with <pad> into a (batch, max_len) tensor."""
+    out = torch.full((len(sequences), max(map(len, sequences))), PAD_ID, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+    return out
+
+
+def source_tensor(src_ids: list[list[int]]) -> torch.Tensor:
+    """Source sentences end in <eos>: (batch, src_len)."""
+    return pad([s + [EOS_ID] for s in src_ids])
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (batch, src_len)
+    tgt_in: torch.Tensor  # (batch, tgt_len): <sos> y1 .. yn
+    tgt_out: torch.Tensor  # (batch, tgt_len): y1 .. yn <eos>
+
+    @classmethod
+    def from_ids(cls, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
+        """The teacher-forcing shift, done here and nowhere else."""
+        return cls(source_tensor(src_ids), pad([[SOS_ID] + t for t in tgt_ids]),
+                   pad([t + [EOS_ID] for t in tgt_ids]))
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        return int((self.tgt_out != PAD_ID).sum())
+
+    def to(self, device: torch.device) -> Batch:
+        nb = device.type == "cuda"
+        return Batch(self.src.to(device, non_blocking=nb), self.tgt_in.to(device, non_blocking=nb),
+                     self.tgt_out.to(device, non_blocking=nb))
+
+
+def token_batches(src_lens: list[int], tgt_lens: list[int], batch_tokens: int,
+                  generator: torch.Generator | None = None) -> list[list[int]]:
+    """Group sentence indices into batches of at most `batch_tokens` padded tokens.
+
+    Sentences are sorted by length (ties broken at random) so that a batch holds sentences of
+    similar length and little padding; the batch order is then shuffled. The padded size of a
+    batch is sentences x (longest side + 1), the +1 for <eos>/<sos>.
+    """
+    n = len(src_lens)
+    noise = torch.randperm(n, generator=generator).tolist() if generator else list(range(n))
+    order = sorted(range(n), key=lambda i: (tgt_lens[i], src_lens[i], noise[i]))
+    batches, current, longest = [], [], 0
+    for i in order:
+        size = max(src_lens[i], tgt_lens[i]) + 1
+        if current and (len(current) + 1) * max(longest, size) > batch_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, size)
+    if current:
+        batches.append(current)
+    if generator is not None:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+    return batches
+
+
+def make_batch(encoded: EncodedText, indices: list[int]) -> Batch:
+    return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices])

@@ -1,0 +1,102 @@
+"""SentencePiece subword tokenization with fixed ids for the special tokens.
+
+Every model sees the same four special ids: <pad> = 0, <unk> = 1, <sos> = 2, <eos> = 3.
+A joint model (the default) segments source and target with one vocabulary; otherwise each
+side has its own.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+from .config import TokenizerConfig, UserError
+from .files import atomic_write_bytes
+
+PAD_ID, UNK_ID, SOS_ID, EOS_ID = 0, 1, 2, 3
+JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
+
+
+def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig) -> bytes:
+    """Train one SentencePiece model on `lines` and return its serialized bytes."""
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines), model_writer=model,
+            vocab_size=config.vocab_size, model_type=config.model_type,
+            character_coverage=config.character_coverage,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=SOS_ID, eos_id=EOS_ID,
+            pad_piece="<pad>", unk_piece="<unk>", bos_piece="<sos>", eos_piece="<eos>",
+            hard_vocab_limit=False, input_sentence_size=2_000_000, shuffle_input_sentence=True,
+            num_threads=os.cpu_count() or 1, minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise UserError(f"SentencePiece training failed (tokenizer.vocab_size "
+                        f"{config.vocab_size} too large for this corpus?): {e}") from None
+    return model.getvalue()
+
+
+class Tokenizer:
+    """Source and target SentencePiece processors (the same object when joint)."""
+
+    def __init__(self, src: spm.SentencePieceProcessor, tgt: spm.SentencePieceProcessor):
+        self.src, self.tgt = src, tgt
+
+    @property
+    def joint(self) -> bool:
+        return self.src is self.tgt
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src.get_piece_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt.get_piece_size()
+
+    @classmethod
+    def train(cls, src_lines: list[str], tgt_lines: list[str], config: TokenizerConfig,
+              out_dir: Path) -> Tokenizer:
+        """Train on the training text and write the model file(s) into `out_dir`."""
+        if config.joint:
+            protos = {JOINT_FILE: train_sentencepiece(src_lines + tgt_lines, config)}
+        else:
+            protos = {SRC_FILE: train_sentencepiece(src_lines, config),
+                      TGT_FILE: train_sentencepiece(tgt_lines, config)}
+        for name, proto in protos.items():
+            atomic_write_bytes(out_dir / name, proto)
+        return cls.load(out_dir)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Tokenizer:
+        def processor(path: Path) -> spm.SentencePieceProcessor:
+            try:
+                return spm.SentencePieceProcessor(model_file=str(path))
+            except (OSError, RuntimeError) as e:
+                raise UserError(f"{path}: cannot load tokenizer model ({e})") from None
+
+        if (run_dir / JOINT_FILE).exists():
+            joint = processor(run_dir / JOINT_FILE)
+            return cls(joint, joint)
+        if (run_dir / SRC_FILE).exists() and (run_dir / TGT_FILE).exists():
+            return cls(processor(run_dir / SRC_FILE), processor(run_dir / TGT_FILE))
+        raise UserError(f"{run_dir}: no tokenizer model ({JOINT_FILE} or {SRC_FILE}/{TGT_FILE})")
+
+    def encode_src(self, lines: list[str]) -> list[list[int]]:
+        return self.src.encode(lines)
+
+    def encode_tgt(self, lines: list[str]) -> list[list[int]]:
+        return self.tgt.encode(lines)
+
+    def decode_tgt(self, ids: list[list[int]]) -> list[str]:
+        return self.tgt.decode(ids)
+
+    def src_pieces(self, line: str) -> list[str]:
+        return self.src.encode(line, out_type=str)
+
+    def tgt_pieces_of(self, ids: list[int]) -> list[str]:
+        return [self.tgt.id_to_piece(i) for i in ids]
