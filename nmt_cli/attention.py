@@ -1,0 +1,168 @@
+"""Attention, each idea defined once.
+
+Attention reads a set of values through keys: a query q is compared with every key k to give
+scores; softmax turns the scores into weights that sum to 1 over the visible keys (masked keys
+get weight 0); the context vector is the weighted sum of the values.
+
+- scores of the Transformer: scaled dot product  softmax(Q Kᵀ / √d_k) V
+- multi-head attention: h heads of d_k = d_model / h, each with its own projections
+  Q = X W_Q, K = X W_K, V = X W_V, concatenated and projected by W_O
+- scores of the GRU decoder: additive (Bahdanau)  vᵀ tanh(W_q q + W_k k),
+  dot (Luong)  qᵀ k, general (Luong)  qᵀ W k
+- masks: a padding mask hides <pad> keys; the causal mask hides the future
+  (−∞ above the diagonal, so position t attends to positions ≤ t only)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .tokenizer import PAD_ID
+
+
+def padding_mask(tokens: torch.Tensor) -> torch.Tensor:
+    """True where a key is a real token: (batch, 1, len) from tokens (batch, len)."""
+    return (tokens != PAD_ID).unsqueeze(1)
+
+
+def causal_mask(size: int, device: torch.device | None = None) -> torch.Tensor:
+    """True on and below the diagonal: (size, size). Query t may see keys 0..t."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last axis with masked scores set to −∞ (weight exactly 0)."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+    mask: torch.Tensor | None = None, causal: bool = False, dropout: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """softmax(Q Kᵀ / √d_k) V over (..., len, d_k) tensors; `mask` is True where visible.
+
+    The fast path is PyTorch's fused kernel; with `need_weights` the same equation is
+    written out so that the weights can be returned (for heatmaps and tests).
+    """
+    if not need_weights:
+        context = F.scaled_dot_product_attention(query, key, value, attn_mask=mask,
+                                                 dropout_p=dropout, is_causal=causal)
+        return context, None
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., q_len, k_len)
+    if causal:
+        future = causal_mask(scores.size(-1), scores.device)[-scores.size(-2):]
+        mask = future if mask is None else mask & future
+    weights = masked_softmax(scores, mask)
+    context = F.dropout(weights, dropout) @ value  # (..., q_len, d_k)
+    return context, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: self-attention when queries and keys come from the same sequence,
+    encoder-decoder (cross) attention when the keys and values are the encoder's memory."""
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float):
+        super().__init__()
+        self.num_heads, self.d_head, self.dropout = num_heads, d_model // num_heads, dropout
+        self.query_proj = nn.Linear(d_model, d_model)  # W_Q
+        self.key_proj = nn.Linear(d_model, d_model)  # W_K
+        self.value_proj = nn.Linear(d_model, d_model)  # W_V
+        self.out_proj = nn.Linear(d_model, d_model)  # W_O
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        x = x.view(batch, length, self.num_heads, self.d_head)  # (batch, len, heads, d_head)
+        return x.transpose(1, 2)  # (batch, heads, len, d_head)
+
+    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K = X W_K and V = X W_V, each (batch, heads, len, d_head): what a cache keeps."""
+        return self.split_heads(self.key_proj(x)), self.split_heads(self.value_proj(x))
+
+    def attend(
+        self, x: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        mask: torch.Tensor | None = None, causal: bool = False, need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Queries from x (batch, q_len, d_model) attend over projected keys and values.
+
+        `mask` is (batch, 1, k_len) or (q_len, k_len), True where visible.
+        Returns the output (batch, q_len, d_model) and, if asked, the weights
+        (batch, heads, q_len, k_len).
+        """
+        query = self.split_heads(self.query_proj(x))  # (batch, heads, q_len, d_head)
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (batch, 1, 1, k_len): the same for every head
+        dropout = self.dropout if self.training else 0.0
+        context, weights = scaled_dot_product_attention(query, key, value, mask, causal,
+                                                        dropout, need_weights)
+        batch, _, q_len, _ = context.shape
+        context = context.transpose(1, 2).reshape(batch, q_len, -1)  # (batch, q_len, d_model)
+        return self.out_proj(context), weights
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
+                causal: bool = False, need_weights: bool = False):
+        return self.attend(x, *self.keys_values(memory), mask, causal, need_weights)
+
+
+class DotScore(nn.Module):
+    """Luong dot score: score(q, k) = qᵀ k."""
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return keys
+
+    def forward(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
+        """(batch, q_len, d), (batch, k_len, d) -> scores (batch, q_len, k_len)."""
+        return query @ projected_keys.transpose(1, 2)
+
+
+class GeneralScore(DotScore):
+    """Luong general score: score(q, k) = qᵀ W k (W k is computed once per sentence)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.key_proj = nn.Linear(size, size, bias=False)
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return self.key_proj(keys)
+
+
+class AdditiveScore(nn.Module):
+    """Bahdanau additive score: score(q, k) = vᵀ tanh(W_q q + W_k k)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.query_proj = nn.Linear(size, size, bias=False)  # W_q
+        self.key_proj = nn.Linear(size, size, bias=False)  # W_k
+        self.energy = nn.Linear(size, 1, bias=False)  # v
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return self.key_proj(keys)
+
+    def forward(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
+        """(batch, q_len, d), (batch, k_len, d) -> scores (batch, q_len, k_len)."""
+        hidden = torch.tanh(self.query_proj(query).unsqueeze(2)  # (batch, q_len, 1, d)
+                            + projected_keys.unsqueeze(1))  # (batch, q_len, k_len, d)
+        return self.energy(hidden).squeeze(-1)
+
+
+def make_score(kind: str, size: int) -> nn.Module:
+    """The GRU decoder's score function: additive | dot | general."""
+    return {"additive": lambda: AdditiveScore(size), "dot": DotScore,
+            "general": lambda: GeneralScore(size)}[kind]()
+
+
+def attend_with_scores(scores: torch.Tensor, values: torch.Tensor,
+                       mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights = masked softmax of the scores; context vector = weighted sum of the values.
+
+    scores (batch, q_len, k_len), values (batch, k_len, d), mask (batch, 1, k_len)
+    -> context (batch, q_len, d), weights (batch, q_len, k_len).
+    """
+    weights = masked_softmax(scores, mask)
+    return weights @ values, weights

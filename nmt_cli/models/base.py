@@ -1,0 +1,59 @@
+"""The interface every model family implements, and the only one search code sees.
+
+    encode(src)                      -> memory the decoder attends over
+    init_state(src, memory)          -> DecoderState (batch-first tensors)
+    decode_step(prev_tokens, state)  -> logits of the next token, new state
+    forward(src, tgt_in)             -> logits of every target position (teacher forcing)
+
+A state reorders itself with `select(indices)`: beam search uses it to follow the surviving
+hypotheses, and to drop finished sentences from the batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+
+class DecoderState:
+    """Batch-first tensors (and lists/tuples of them) describing partial decodes."""
+
+    def select(self, indices: torch.Tensor) -> DecoderState:
+        """The state of rows `indices` (batch dimension first everywhere)."""
+        def pick(value):
+            if isinstance(value, torch.Tensor):
+                return value.index_select(0, indices)
+            if isinstance(value, (list, tuple)):
+                return type(value)(pick(v) for v in value)
+            return value
+
+        return dataclasses.replace(self, **{f.name: pick(getattr(self, f.name))
+                                            for f in dataclasses.fields(self)})
+
+
+class Seq2Seq(nn.Module):
+    """An encoder-decoder translation model."""
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def init_state(self, src: torch.Tensor, memory: torch.Tensor) -> DecoderState:
+        raise NotImplementedError
+
+    def decode_step(self, prev_tokens: torch.Tensor,
+                    state: DecoderState) -> tuple[torch.Tensor, DecoderState]:
+        """prev_tokens (batch,) -> next-token logits (batch, vocab) and the advanced state."""
+        raise NotImplementedError
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+        """Teacher forcing: (batch, src_len), (batch, tgt_len) -> logits (batch, tgt_len, vocab).
+
+        With a ratio below 1, a model that supports it feeds back its own predictions."""
+        raise NotImplementedError
+
+    def start(self, src: torch.Tensor) -> DecoderState:
+        """Encode and build the initial decoder state in one call."""
+        return self.init_state(src, self.encode(src))

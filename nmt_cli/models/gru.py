@@ -1,0 +1,126 @@
+"""A GRU encoder-decoder with attention (Bahdanau et al., 2015; Luong et al., 2015).
+
+Encoder: embeddings, a bidirectional GRU; each source position's forward and backward states
+are projected to one memory vector (the keys and values of attention).
+
+Decoder, at each target step t, with the previous token y_{t-1} and hidden state s_{t-1}:
+- additive (Bahdanau): attend with s_{t-1}, then feed [embed(y_{t-1}); context] to the GRU
+- dot / general (Luong): run the GRU on embed(y_{t-1}) to get s_t, then attend with s_t
+In both, the context vector (the weighted sum of memory vectors) is combined with the decoder
+state, tanh(W_c [s_t; context]), and a linear layer gives logits over the target vocabulary.
+
+Luong attention does not feed back into the GRU, so under full teacher forcing the GRU runs
+over the whole target sequence at once; Bahdanau attention needs the step-by-step loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..attention import attend_with_scores, make_score, padding_mask
+from ..config import ModelConfig
+from ..tokenizer import PAD_ID
+from .base import DecoderState, Seq2Seq
+
+
+@dataclass
+class GRUState(DecoderState):
+    hidden: torch.Tensor  # (batch, d_model): s_{t-1}
+    memory: torch.Tensor  # (batch, src_len, d_model): attention values
+    keys: torch.Tensor  # (batch, src_len, d_model): memory as the score function needs it
+    src_mask: torch.Tensor  # (batch, 1, src_len)
+    weights: torch.Tensor | None = None  # (batch, 1, src_len): attention of the last step
+
+
+class GRUSeq2Seq(Seq2Seq):
+    def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
+        super().__init__()
+        d = config.d_model
+        self.attention = config.attention
+        self.feeds_context = config.attention == "additive"  # Bahdanau: context into the GRU
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d, padding_idx=PAD_ID)
+        share = config.tie_embeddings and joint_vocab
+        self.src_embedding = (self.tgt_embedding if share
+                              else nn.Embedding(src_vocab, d, padding_idx=PAD_ID))
+        self.encoder_rnn = nn.GRU(d, d, batch_first=True, bidirectional=True)
+        self.memory_proj = nn.Linear(2 * d, d)  # [forward; backward] -> memory vector
+        self.bridge = nn.Linear(d, d)  # mean of memory -> initial decoder state
+        self.decoder_rnn = nn.GRU(2 * d if self.feeds_context else d, d, batch_first=True)
+        self.score = make_score(config.attention, d)
+        self.combine = nn.Linear(2 * d, d)  # W_c [s_t; context]
+        self.dropout = nn.Dropout(config.dropout)
+        self.output_proj = nn.Linear(d, tgt_vocab, bias=False)
+        if config.tie_embeddings:
+            self.output_proj.weight = self.tgt_embedding.weight
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        lengths = (src != PAD_ID).sum(1).cpu()
+        x = self.dropout(self.src_embedding(src))  # (batch, src_len, d)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        states, _ = self.encoder_rnn(packed)
+        states, _ = pad_packed_sequence(states, batch_first=True, total_length=src.size(1))
+        return torch.tanh(self.memory_proj(states))  # (batch, src_len, d)
+
+    def init_state(self, src: torch.Tensor, memory: torch.Tensor) -> GRUState:
+        src_mask = padding_mask(src)  # (batch, 1, src_len)
+        lengths = src_mask.sum(-1)  # (batch, 1)
+        mean = (memory * src_mask.transpose(1, 2)).sum(1) / lengths  # (batch, d)
+        hidden = torch.tanh(self.bridge(mean))
+        return GRUState(hidden, memory, self.score.project_keys(memory), src_mask)
+
+    def output(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Logits from the decoder state and the context vector: (..., d) -> (..., vocab)."""
+        attentional = torch.tanh(self.combine(torch.cat([hidden, context], dim=-1)))
+        return self.output_proj(self.dropout(attentional))
+
+    def decode_step(self, prev_tokens: torch.Tensor, state: GRUState):
+        embedded = self.dropout(self.tgt_embedding(prev_tokens)).unsqueeze(1)  # (batch, 1, d)
+        hidden = state.hidden.unsqueeze(0)  # (1, batch, d)
+        if self.feeds_context:  # Bahdanau: attend with s_{t-1}, then step the GRU
+            scores = self.score(state.hidden.unsqueeze(1), state.keys)  # (batch, 1, src_len)
+            context, weights = attend_with_scores(scores, state.memory, state.src_mask)
+            _, hidden = self.decoder_rnn(torch.cat([embedded, context], dim=-1), hidden)
+        else:  # Luong: step the GRU, then attend with s_t
+            _, hidden = self.decoder_rnn(embedded, hidden)
+            scores = self.score(hidden.transpose(0, 1), state.keys)  # (batch, 1, src_len)
+            context, weights = attend_with_scores(scores, state.memory, state.src_mask)
+        hidden = hidden.squeeze(0)  # (batch, d)
+        logits = self.output(hidden, context.squeeze(1))  # (batch, vocab)
+        return logits, GRUState(hidden, state.memory, state.keys, state.src_mask, weights)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+        state = self.start(src)
+        if not self.feeds_context and teacher_forcing_ratio >= 1.0:
+            return self.forward_parallel(tgt_in, state)
+        logits, tokens = [], tgt_in[:, 0]
+        for t in range(tgt_in.size(1)):
+            if t > 0 and teacher_forcing_ratio < 1.0:  # feed back the model's own guess
+                use_reference = torch.rand(tgt_in.size(0), device=tgt_in.device)
+                tokens = torch.where(use_reference < teacher_forcing_ratio, tgt_in[:, t],
+                                     logits[-1].argmax(-1))
+            elif t > 0:
+                tokens = tgt_in[:, t]
+            step_logits, state = self.decode_step(tokens, state)
+            logits.append(step_logits)
+        return torch.stack(logits, dim=1)  # (batch, tgt_len, vocab)
+
+    def forward_parallel(self, tgt_in: torch.Tensor, state: GRUState) -> torch.Tensor:
+        """Luong attention under teacher forcing: the GRU runs over all positions at once."""
+        embedded = self.dropout(self.tgt_embedding(tgt_in))  # (batch, tgt_len, d)
+        hiddens, _ = self.decoder_rnn(embedded, state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
+        scores = self.score(hiddens, state.keys)  # (batch, tgt_len, src_len)
+        context, _ = attend_with_scores(scores, state.memory, state.src_mask)
+        return self.output(hiddens, context)
+
+    def attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Attention weights of every target step over the source: (batch, tgt_len, src_len)."""
+        state, weights = self.start(src), []
+        for t in range(tgt_in.size(1)):
+            _, state = self.decode_step(tgt_in[:, t], state)
+            weights.append(state.weights)
+        return torch.cat(weights, dim=1)

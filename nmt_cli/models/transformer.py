@@ -1,0 +1,214 @@
+"""The Transformer encoder-decoder (Vaswani et al., 2017).
+
+Encoder layer:  x = x + SelfAttention(x);  x = x + FeedForward(x)
+Decoder layer:  x = x + MaskedSelfAttention(x)            (causal mask: no peeking ahead)
+                x = x + CrossAttention(x, memory)          (queries from the decoder,
+                                                            keys/values from the encoder)
+                x = x + FeedForward(x)
+Each sub-layer sits in a residual connection with LayerNorm: before it (pre-norm, default) or
+after the sum (post-norm, as in the paper). Token embeddings are scaled by √d_model and summed
+with the sinusoidal positional encoding; a final linear layer gives logits over the target
+vocabulary (softmax turns them into probabilities).
+
+When decoding step by step, each decoder layer keeps the keys and values of the positions
+already produced (and of the encoder memory), so a step computes one new position only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..attention import MultiHeadAttention, padding_mask
+from ..config import ModelConfig
+from .base import DecoderState, Seq2Seq
+
+
+class PositionalEncoding(nn.Module):
+    """Sinusoidal positional encoding:
+    PE(pos, 2i) = sin(pos / 10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."""
+
+    def __init__(self, d_model: int, max_positions: int):
+        super().__init__()
+        position = torch.arange(max_positions).unsqueeze(1)  # (positions, 1)
+        frequency = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        encoding = torch.zeros(max_positions, d_model)
+        encoding[:, 0::2] = torch.sin(position * frequency)
+        encoding[:, 1::2] = torch.cos(position * frequency)
+        self.register_buffer("encoding", encoding, persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (batch, len, d_model) at positions offset .. offset+len-1."""
+        return x + self.encoding[offset : offset + x.size(1)]
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network: FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__()
+        self.expand = nn.Linear(d_model, d_ff)
+        self.contract = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.contract(self.dropout(torch.relu(self.expand(x))))
+
+
+class Residual(nn.Module):
+    """Residual connection with LayerNorm around one sub-layer (pre- or post-norm)."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
+        """`sublayer(h)` returns (output, extra); extra (weights, cache) is passed through."""
+        out, extra = sublayer(self.norm(x) if self.norm_first else x)
+        x = x + self.dropout(out)
+        return (x if self.norm_first else self.norm(x)), extra
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        d, drop = config.d_model, config.dropout
+        self.self_attention = MultiHeadAttention(d, config.num_heads, drop)
+        self.feed_forward = FeedForward(d, config.d_ff, drop)
+        self.attention_block = Residual(d, drop, config.norm_first)
+        self.feed_forward_block = Residual(d, drop, config.norm_first)
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        x, _ = self.attention_block(x, lambda h: self.self_attention(h, h, src_mask))
+        x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
+        return x
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        d, drop = config.d_model, config.dropout
+        self.self_attention = MultiHeadAttention(d, config.num_heads, drop)
+        self.cross_attention = MultiHeadAttention(d, config.num_heads, drop)
+        self.feed_forward = FeedForward(d, config.d_ff, drop)
+        self.self_attention_block = Residual(d, drop, config.norm_first)
+        self.cross_attention_block = Residual(d, drop, config.norm_first)
+        self.feed_forward_block = Residual(d, drop, config.norm_first)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing over all target positions at once, under the causal mask.
+        Returns the output and, if asked, the cross-attention weights."""
+        x, _ = self.self_attention_block(
+            x, lambda h: self.self_attention(h, h, causal=True, need_weights=need_weights))
+        x, weights = self.cross_attention_block(
+            x, lambda h: self.cross_attention(h, memory, src_mask, need_weights=need_weights))
+        x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
+        return x, weights
+
+    def step(self, x: torch.Tensor, cache: tuple, src_mask: torch.Tensor):
+        """One new position x (batch, 1, d_model). `cache` holds this layer's keys and values:
+        (self_key, self_value) of earlier positions and (cross_key, cross_value) of the memory."""
+        self_key, self_value, cross_key, cross_value = cache
+
+        def self_attend(h):
+            key, value = self.self_attention.keys_values(h)  # (batch, heads, 1, d_head)
+            key = torch.cat([self_key, key], dim=2)  # (batch, heads, t+1, d_head)
+            value = torch.cat([self_value, value], dim=2)
+            return self.self_attention.attend(h, key, value)[0], (key, value)
+
+        x, (self_key, self_value) = self.self_attention_block(x, self_attend)
+        x, _ = self.cross_attention_block(
+            x, lambda h: self.cross_attention.attend(h, cross_key, cross_value, src_mask))
+        x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
+        return x, (self_key, self_value, cross_key, cross_value)
+
+
+@dataclass
+class TransformerState(DecoderState):
+    src_mask: torch.Tensor  # (batch, 1, src_len)
+    cache: list[tuple[torch.Tensor, ...]]  # per decoder layer: self K, self V, cross K, cross V
+    position: int  # index of the next target position
+
+
+class Transformer(Seq2Seq):
+    def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
+        super().__init__()
+        d = config.d_model
+        self.d_model = d
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d)
+        share = config.tie_embeddings and joint_vocab
+        self.src_embedding = self.tgt_embedding if share else nn.Embedding(src_vocab, d)
+        self.positional_encoding = PositionalEncoding(d, config.max_positions)
+        self.dropout = nn.Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(config) for _ in range(config.num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(config) for _ in range(config.num_decoder_layers))
+        # Pre-norm stacks end with a LayerNorm; post-norm layers already end in one.
+        final = (lambda: nn.LayerNorm(d)) if config.norm_first else nn.Identity
+        self.encoder_norm, self.decoder_norm = final(), final()
+        self.output_proj = nn.Linear(d, tgt_vocab, bias=False)
+        self._init_weights()
+        if config.tie_embeddings:
+            self.output_proj.weight = self.tgt_embedding.weight
+
+    def _init_weights(self) -> None:
+        for name, param in self.named_parameters():
+            if "embedding" in name:
+                nn.init.normal_(param, std=self.d_model**-0.5)
+            elif param.dim() > 1:
+                nn.init.xavier_uniform_(param)
+
+    def embed(self, tokens: torch.Tensor, embedding: nn.Embedding, offset: int = 0):
+        """Scaled embeddings plus positions: (batch, len) -> (batch, len, d_model)."""
+        x = embedding(tokens) * math.sqrt(self.d_model)
+        return self.dropout(self.positional_encoding(x, offset))
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        src_mask = padding_mask(src)
+        x = self.embed(src, self.src_embedding)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return self.encoder_norm(x)  # memory: (batch, src_len, d_model)
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               need_weights: bool = False) -> tuple[torch.Tensor, list]:
+        x = self.embed(tgt_in, self.tgt_embedding)
+        weights = []
+        for layer in self.decoder_layers:
+            x, layer_weights = layer(x, memory, src_mask, need_weights)
+            weights.append(layer_weights)
+        return self.output_proj(self.decoder_norm(x)), weights
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+        """Teacher forcing only: every position reads the reference prefix (ratio 1)."""
+        return self.decode(tgt_in, self.encode(src), padding_mask(src))[0]
+
+    def cross_attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> list:
+        """Per decoder layer, encoder-decoder attention weights (batch, heads, tgt, src)."""
+        return self.decode(tgt_in, self.encode(src), padding_mask(src), need_weights=True)[1]
+
+    def init_state(self, src: torch.Tensor, memory: torch.Tensor) -> TransformerState:
+        batch = src.size(0)
+        cache = []
+        for layer in self.decoder_layers:
+            heads, d_head = layer.self_attention.num_heads, layer.self_attention.d_head
+            empty = memory.new_zeros(batch, heads, 0, d_head)  # no target positions yet
+            cache.append((empty, empty, *layer.cross_attention.keys_values(memory)))
+        return TransformerState(padding_mask(src), cache, 0)
+
+    def decode_step(self, prev_tokens: torch.Tensor, state: TransformerState):
+        x = self.embed(prev_tokens.unsqueeze(1), self.tgt_embedding, state.position)
+        cache = []
+        for layer, layer_cache in zip(self.decoder_layers, state.cache):
+            x, layer_cache = layer.step(x, layer_cache, state.src_mask)
+            cache.append(layer_cache)
+        logits = self.output_proj(self.decoder_norm(x)).squeeze(1)  # (batch, vocab)
+        return logits, TransformerState(state.src_mask, cache, state.position + 1)
