@@ -1,0 +1,120 @@
+"""A self-describing run directory: everything needed to translate, or to go on training.
+
+    config.json          the resolved configuration and vocabulary sizes
+    spm.model            the tokenizer (spm.src.model + spm.tgt.model when not joint)
+    model.safetensors    the best weights by validation BLEU (what translation uses)
+    last.safetensors     the weights of the latest step
+    train_state.pt       optimizer, schedule, step and RNG states (tensors and plain data only)
+    metrics.jsonl        one JSON object per logged step or validation
+
+Weights are stored as safetensors; the training state is read back with
+`torch.load(weights_only=True)`. No Python object is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_model, save_model
+
+from . import __version__
+from .config import Config, UserError, from_dict, to_dict
+from .files import atomic_write, atomic_write_text
+from .models import Seq2Seq, build_model
+from .tokenizer import Tokenizer
+
+CONFIG_FILE = "config.json"
+BEST_WEIGHTS = "model.safetensors"
+LAST_WEIGHTS = "last.safetensors"
+TRAIN_STATE = "train_state.pt"
+METRICS = "metrics.jsonl"
+
+
+def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer) -> None:
+    description = {
+        "nmt_version": __version__,
+        "config": to_dict(config),
+        "vocab": {"src": tokenizer.src_vocab_size, "tgt": tokenizer.tgt_vocab_size,
+                  "joint": tokenizer.joint},
+    }
+    atomic_write_text(run_dir / CONFIG_FILE, json.dumps(description, indent=2) + "\n")
+
+
+def save_weights(model: Seq2Seq, path: Path) -> None:
+    atomic_write(path, lambda tmp: save_model(model, tmp))
+
+
+def save_train_state(path: Path, state: dict[str, Any]) -> None:
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
+
+
+def load_train_state(path: Path) -> dict[str, Any]:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # pickle errors come in many types
+        raise UserError(f"{path}: not a valid training state ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0] if str(e) else ''})") from None
+
+
+@dataclass
+class Run:
+    """A loaded run directory."""
+
+    path: Path
+    config: Config
+    tokenizer: Tokenizer
+    model: Seq2Seq
+
+
+def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
+    try:
+        description = json.loads(path.read_text(encoding="utf-8"))
+        return from_dict(description["config"]), description["vocab"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: unreadable run config ({e})") from None
+
+
+def load_run(run_dir: Path, device: torch.device, weights: str = BEST_WEIGHTS) -> Run:
+    """Rebuild tokenizer and model from a run directory alone."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run directory")
+    config, vocab = read_config(run_dir)
+    tokenizer = Tokenizer.load(run_dir)
+    if (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size) != (vocab["src"], vocab["tgt"]):
+        raise UserError(f"{run_dir}: tokenizer does not match {CONFIG_FILE}")
+    model = build_model(config.model, vocab["src"], vocab["tgt"], vocab["joint"])
+    load_weights(model, run_dir / weights)
+    return Run(run_dir, config, tokenizer, model.to(device).eval())
+
+
+def load_weights(model: Seq2Seq, path: Path) -> None:
+    if not path.is_file():
+        raise UserError(f"{path}: weights file not found")
+    try:
+        load_model(model, path, strict=True)
+    except (SafetensorError, OSError, RuntimeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{path}: weights do not load into this model ({first})") from None
+
+
+def latest_run(runs_dir: Path = Path("runs")) -> Path:
+    """The most recently trained run under `runs_dir` (by the time of its best weights)."""
+    runs = [p.parent for p in Path(runs_dir).glob(f"*/{BEST_WEIGHTS}")]
+    if not runs:
+        raise UserError(f"no trained run under {runs_dir}/; train one with `nmt train` "
+                        "or pass --run DIR")
+    return max(runs, key=lambda p: (p / BEST_WEIGHTS).stat().st_mtime)
+
+
+def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
+    with open(run_dir / METRICS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")

@@ -1,0 +1,129 @@
+"""Decoding from <sos>: greedy and beam search over any `Seq2Seq` model.
+
+Search sees only the model interface (start, decode_step, state.select), never a model family.
+Both searches run a batch of sentences at once; a sentence leaves the batch as soon as it is
+finished, so later steps only pay for the sentences still going. The output of a sentence has
+at most max_len_a * source length + max_len_b tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .config import DecodeConfig
+from .data import source_tensor
+from .models.base import Seq2Seq
+from .tokenizer import EOS_ID, PAD_ID, SOS_ID
+
+
+def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
+    """Per-sentence output length limit a * |src| + b (at least 1): (batch,)."""
+    src_lengths = (src != PAD_ID).sum(1)
+    return (a * src_lengths.float() + b).long().clamp(min=1)
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty ((5 + length) / 6) ** alpha; log-probabilities are divided by it."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.inference_mode()
+def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor) -> list[list[int]]:
+    """Pick the most probable token at each step. Returns token ids without <sos>/<eos>."""
+    state = model.start(src)
+    alive = torch.arange(src.size(0), device=src.device)  # original rows still decoding
+    tokens = torch.full_like(alive, SOS_ID)
+    outputs: list[list[int]] = [[] for _ in range(src.size(0))]
+    for step in range(int(limits.max())):
+        logits, state = model.decode_step(tokens, state)
+        tokens = logits.argmax(-1)  # (alive,)
+        done = (tokens == EOS_ID) | (step + 1 >= limits[alive])
+        for row, token in zip(alive.tolist(), tokens.tolist()):
+            if token != EOS_ID:
+                outputs[row].append(token)
+        if done.all():
+            break
+        if done.any():
+            keep = (~done).nonzero().squeeze(1)
+            state, tokens, alive = state.select(keep), tokens[keep], alive[keep]
+    return outputs
+
+
+@torch.inference_mode()
+def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_size: int,
+                alpha: float) -> list[list[int]]:
+    """Keep the `beam_size` best partial translations of each sentence.
+
+    A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
+    log P / length_penalty; a sentence is done once it has `beam_size` finished hypotheses.
+    """
+    n, k = src.size(0), beam_size
+    state = model.start(src).select(torch.arange(n, device=src.device).repeat_interleave(k))
+    scores = torch.full((n, k), float("-inf"), device=src.device)
+    scores[:, 0] = 0.0  # all beams start identical: only the first one may expand
+    history = torch.empty(n, k, 0, dtype=torch.long, device=src.device)  # (n, k, step)
+    last = torch.full((n * k,), SOS_ID, dtype=torch.long, device=src.device)
+    alive = torch.arange(n, device=src.device)  # original sentence of each active row
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
+    for step in range(int(limits.max())):
+        logits, state = model.decode_step(last, state)
+        log_probs = torch.log_softmax(logits.float(), dim=-1)  # (n*k, vocab)
+        vocab = log_probs.size(-1)
+        candidates = (scores.view(-1, 1) + log_probs).view(len(alive), k * vocab)
+        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
+        beams, tokens = top_ids // vocab, top_ids % vocab
+        at_limit = step + 1 >= limits[alive]  # (n,)
+        ends = (tokens == EOS_ID) | at_limit.unsqueeze(1)
+        finish(finished, alive, history, beams, tokens, top_scores, ends[:, :k], alpha)
+        # Continue with the k best candidates that did not end.
+        next_scores, pos = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
+        rows = (torch.arange(len(alive), device=src.device) * k).unsqueeze(1) + beams.gather(1, pos)
+        tokens = tokens.gather(1, pos)  # (n, k)
+        flat = history.reshape(len(alive) * k, step)
+        history = torch.cat([flat[rows.view(-1)].view(len(alive), k, step),
+                             tokens.unsqueeze(2)], dim=2)
+        done = at_limit | torch.tensor([len(finished[s]) >= k for s in alive.tolist()],
+                                       device=src.device)
+        if done.all():
+            break
+        keep = (~done).nonzero().squeeze(1)
+        state = state.select(rows[keep].view(-1))
+        scores, history, alive = next_scores[keep], history[keep], alive[keep]
+        last = tokens[keep].view(-1)
+    return [max(hyps, key=lambda h: h[0])[1] for hyps in finished]
+
+
+def finish(finished, alive, history, beams, tokens, top_scores, ends, alpha) -> None:
+    """Record ended candidates among the top k of each active sentence."""
+    for row, col in ends.nonzero().tolist():
+        sentence = alive[row].item()
+        if len(finished[sentence]) >= ends.size(1):
+            continue
+        hypothesis = history[row, beams[row, col]].tolist()
+        token = tokens[row, col].item()
+        if token != EOS_ID:  # stopped by the length limit: keep the last token
+            hypothesis.append(token)
+        score = top_scores[row, col].item() / length_penalty(len(hypothesis) + 1, alpha)
+        finished[sentence].append((score, hypothesis))
+
+
+def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:
+    """Translate a padded source batch (batch, src_len) into lists of target ids."""
+    limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
+    if config.beam <= 1:
+        return greedy_search(model, src, limits)
+    return beam_search(model, src, limits, config.beam, config.alpha)
+
+
+def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
+                  device: torch.device) -> list[list[int]]:
+    """Translate many sentences: sorted by length into batches of similar length, then
+    returned in the input order. Empty sources give empty outputs."""
+    outputs: list[list[int]] = [[] for _ in src_ids]
+    order = sorted((i for i, s in enumerate(src_ids) if s), key=lambda i: len(src_ids[i]))
+    for start in range(0, len(order), config.batch_size):
+        chunk = order[start : start + config.batch_size]
+        src = source_tensor([src_ids[i] for i in chunk]).to(device)
+        for i, ids in zip(chunk, search(model, src, config)):
+            outputs[i] = ids
+    return outputs

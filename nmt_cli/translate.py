@@ -1,0 +1,54 @@
+"""Translation with a trained run: `Translator.from_run(path).translate(lines)`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+
+from .checkpoint import BEST_WEIGHTS, Run, load_run
+from .config import DecodeConfig, resolve_device
+from .search import translate_ids
+
+
+class Translator:
+    def __init__(self, run: Run, device: torch.device):
+        self.run, self.device = run, device
+        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
+                         if device.type == "cuda" else nullcontext())
+
+    @classmethod
+    def from_run(cls, run_dir: Path | str, device: str = "auto",
+                 weights: str = BEST_WEIGHTS) -> Translator:
+        """Load a run's best weights (or `weights`, e.g. last.safetensors) onto `device`."""
+        resolved = resolve_device(device)
+        return cls(load_run(Path(run_dir), resolved, weights), resolved)
+
+    @property
+    def max_src_tokens(self) -> int:
+        return self.run.config.model.max_positions - 1  # room for <eos>
+
+    def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
+        """One translation per input line, in order; blank lines give empty strings."""
+        config = config or DecodeConfig()
+        tokenizer = self.run.tokenizer
+        src_ids = [ids[: self.max_src_tokens] if line.strip() else []
+                   for line, ids in zip(lines, tokenizer.encode_src(lines))]
+        with self.autocast:
+            out_ids = translate_ids(self.run.model, src_ids, config, self.device)
+        return [tokenizer.decode_tgt([ids])[0] if src else ""
+                for src, ids in zip(src_ids, out_ids)]
+
+    def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
+                         chunk_size: int = 1000) -> Iterator[str]:
+        """Translate a stream chunk by chunk, so memory does not grow with its length."""
+        chunk: list[str] = []
+        for line in lines:
+            chunk.append(line.rstrip("\r\n"))
+            if len(chunk) == chunk_size:
+                yield from self.translate(chunk, config)
+                chunk = []
+        if chunk:
+            yield from self.translate(chunk, config)
