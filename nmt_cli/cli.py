@@ -1,0 +1,284 @@
+"""The `nmt` command: parse options, call the library, show the results.
+
+Results go to stdout; progress, logs and warnings to stderr. A user error ends with one line
+on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import __version__
+from .checkpoint import latest_run, read_config
+from .config import (
+    DEFAULT_PRESET,
+    PRESETS,
+    DecodeConfig,
+    UserError,
+    apply_overrides,
+    load_toml,
+    parse_set,
+    preset,
+)
+from .data import find_split_file, read_lines
+from .evaluate import evaluate as score_texts
+from .training import train as train_model
+from .translate import Translator
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Train, run and score neural machine translation models.")
+err = Console(stderr=True)
+
+
+class Arch(str, Enum):
+    transformer = "transformer"
+    gru = "gru"
+
+
+class Device(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+    mps = "mps"
+
+
+def user_errors(command):
+    """Turn a UserError (or an OS error on a user's file) into one line and exit status 1."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except UserError as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            err.print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False,
+                      soft_wrap=True)
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        raise typer.Exit(1)
+    return wrapper
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        print(f"nmt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: Annotated[bool | None, typer.Option(
+        "--version", callback=version_callback, is_eager=True, help="Print the version.")] = None):
+    """Train, run and score neural machine translation models."""
+
+
+RunOption = Annotated[Path | None, typer.Option(
+    "--run", help="Run directory (default: the most recent run under runs/).")]
+DeviceOption = Annotated[Device, typer.Option(help="Where to run: auto picks cuda, mps, cpu.")]
+
+
+@app.command()
+@user_errors
+def train(
+    arch: Annotated[Arch | None, typer.Option(help="Model family.")] = None,
+    data: Annotated[Path | None, typer.Option(
+        help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test).")] = None,
+    src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="Target language suffix.")] = None,
+    run: Annotated[Path | None, typer.Option(
+        help="Run directory to create (default: runs/DATE-TIME-ARCH).")] = None,
+    preset_name: Annotated[str | None, typer.Option(
+        "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the --arch one).")
+    ] = None,
+    config_file: Annotated[Path | None, typer.Option(
+        "--config", help="TOML file of settings, e.g. [model] d_model = 512.")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override one setting: section.key=value (repeatable).")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many updates.")] = None,
+    max_time: Annotated[str | None, typer.Option(
+        help="Stop after this much training time, e.g. 90s, 20m, 1h30m.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Stop after this many epochs.")] = None,
+    batch_tokens: Annotated[int | None, typer.Option(
+        help="Padded tokens per batch (sentences x longest side).")] = None,
+    device: Annotated[Device | None, typer.Option(
+        help="Where to train: auto picks cuda, mps, cpu.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+):
+    """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
+    config = preset(preset_name or (arch.value if arch else DEFAULT_PRESET))
+    if config_file:
+        config = apply_overrides(config, load_toml(config_file))
+    config = apply_overrides(config, parse_set(settings or []))
+    options = {"model.arch": arch.value if arch else None, "data.data_dir": data,
+               "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
+               "train.max_steps": max_steps, "train.max_time": max_time,
+               "train.epochs": epochs, "train.batch_tokens": batch_tokens,
+               "train.device": device.value if device else None, "train.seed": seed}
+    config = apply_overrides(config, {k: v for k, v in options.items() if v is not None})
+    config = apply_overrides(config, {"data.data_dir": str(Path(config.data.data_dir).resolve())})
+    with TrainingDisplay() as display:
+        run_dir = train_model(config, run, on_event=display.show)
+    print(run_dir)
+
+
+class TrainingDisplay:
+    """Rich progress on stderr: step, loss, learning rate, tokens/s, elapsed and ETA."""
+
+    def __init__(self):
+        self.progress = Progress(
+            TextColumn("step {task.fields[step]:>6}"), BarColumn(),
+            TextColumn("loss {task.fields[loss]:.3f}  lr {task.fields[lr]:.2e}  "
+                       "{task.fields[speed]:,.0f} tok/s"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=err, transient=False)
+        self.task = None  # the bar appears with the first step, after the data checks
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.progress.stop()
+
+    def show(self, event: dict) -> None:
+        kind = event["kind"]
+        if kind == "step":
+            if self.task is None:
+                self.task = self.progress.add_task("train", total=1.0, step=0, loss=0.0, lr=0.0,
+                                                 speed=0.0)
+                self.progress.start()
+            self.progress.update(self.task, completed=event["fraction"], step=event["step"],
+                                 loss=event["loss"], lr=event["lr"], speed=event["tokens_per_s"])
+        elif kind == "validate":
+            mark = " (best)" if event["best"] else ""
+            self.progress.console.print(
+                f"step {event['step']}: val loss {event['val_loss']:.3f}  "
+                f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+        elif kind == "info":
+            self.progress.console.print(event["message"], highlight=False)
+        elif kind == "done":
+            self.progress.console.print(f"done after {event['step']} steps; best val BLEU "
+                                        f"{event['best_bleu']:.2f}; run: {event['run_dir']}")
+
+
+def decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device) -> DecodeConfig:
+    if beam < 1 or batch_size < 1:
+        raise UserError("--beam and --batch-size must be at least 1")
+    return DecodeConfig(beam=beam, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b,
+                        batch_size=batch_size, device=device.value)
+
+
+BeamOption = Annotated[int, typer.Option(help="Beam size; 1 is greedy search.")]
+AlphaOption = Annotated[float, typer.Option(help="Length penalty exponent.")]
+LenAOption = Annotated[float, typer.Option(help="Output limit: a * source length + b.")]
+LenBOption = Annotated[int, typer.Option(help="Output limit: a * source length + b.")]
+BatchOption = Annotated[int, typer.Option(help="Sentences per decoding batch.")]
+
+
+@app.command()
+@user_errors
+def translate(
+    text: Annotated[str | None, typer.Argument(
+        help="Text to translate; without it (and without -i) lines are read from stdin.")] = None,
+    input_file: Annotated[Path | None, typer.Option(
+        "--input", "-i", help="File to translate, one sentence per line.")] = None,
+    output_file: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write translations here instead of stdout.")] = None,
+    run: RunOption = None,
+    beam: BeamOption = DecodeConfig.beam,
+    alpha: AlphaOption = DecodeConfig.alpha,
+    max_len_a: LenAOption = DecodeConfig.max_len_a,
+    max_len_b: LenBOption = DecodeConfig.max_len_b,
+    batch_size: BatchOption = DecodeConfig.batch_size,
+    device: DeviceOption = Device.auto,
+):
+    """Translate text, a file, or stdin (one line out for each line in)."""
+    config = decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device)
+    translator = Translator.from_run(run or latest_run(), config.device)
+    if text is not None:
+        lines = iter(text.splitlines() or [""])
+    elif input_file is not None:
+        lines = iter(read_lines(input_file))
+    else:
+        lines = sys.stdin
+    out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
+    try:
+        for translation in translator.translate_stream(lines, config):
+            out.write(translation + "\n")
+            out.flush()
+    except UnicodeDecodeError as e:
+        raise UserError(f"stdin: invalid UTF-8 at byte {e.start}") from None
+    finally:
+        if output_file:
+            out.close()
+
+
+@app.command("eval")
+@user_errors
+def eval_command(
+    run: RunOption = None,
+    src: Annotated[Path | None, typer.Option(help="Source file to translate and score.")] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference translations.")] = None,
+    hyp: Annotated[Path | None, typer.Option(
+        help="Score these translations against --ref (no model needed).")] = None,
+    bleu: Annotated[bool, typer.Option(help="Report BLEU.")] = True,
+    chrf: Annotated[bool, typer.Option(help="Report chrF.")] = False,
+    ter: Annotated[bool, typer.Option(help="Report TER.")] = False,
+    lowercase: Annotated[bool, typer.Option(help="Case-insensitive scores.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    beam: BeamOption = DecodeConfig.beam,
+    alpha: AlphaOption = DecodeConfig.alpha,
+    max_len_a: LenAOption = DecodeConfig.max_len_a,
+    max_len_b: LenBOption = DecodeConfig.max_len_b,
+    batch_size: BatchOption = DecodeConfig.batch_size,
+    device: DeviceOption = Device.auto,
+):
+    """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
+
+    Without --src/--ref/--hyp, translates the test split of the run's corpus."""
+    metrics = tuple(m for m, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on)
+    if not metrics:
+        raise UserError("nothing to report: pass --bleu, --chrf or --ter")
+    if (src or hyp) and not ref:
+        raise UserError("--src and --hyp need --ref")
+    if hyp:
+        hypotheses, references, source = read_lines(hyp), read_lines(ref), str(hyp)
+    else:
+        run_dir = run or latest_run()
+        if src is None:
+            config, _ = read_config(run_dir)
+            d = config.data
+            src = find_split_file(Path(d.data_dir), "test", d.src_lang)
+            ref = find_split_file(Path(d.data_dir), "test", d.tgt_lang)
+        decode = decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device)
+        sources, references = read_lines(src), read_lines(ref)
+        if len(sources) != len(references):
+            raise UserError(f"line counts differ: {src} has {len(sources)} lines, "
+                            f"{ref} has {len(references)}")
+        hypotheses = Translator.from_run(run_dir, decode.device).translate(sources, decode)
+        source = f"{run_dir} on {src}"
+    scores = score_texts(hypotheses, references, metrics, lowercase)
+    if as_json:
+        print(json.dumps({"source": source, "reference": str(ref), "sentences": len(references),
+                          "scores": [vars(s) for s in scores]}))
+        return
+    table = Table(title=f"{source} vs {ref} ({len(references)} sentences)")
+    table.add_column("metric")
+    table.add_column("score", justify="right")
+    table.add_column("signature", overflow="fold")
+    for s in scores:
+        table.add_row(s.metric, f"{s.score:.2f}", s.signature)
+    Console().print(table)
+
+
+app.command("evaluate", help="Alias of eval.")(eval_command)
