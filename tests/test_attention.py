@@ -1,0 +1,77 @@
+"""Attention: weights are a distribution over visible keys; masks hide what they should."""
+
+import pytest
+import torch
+
+from nmt_cli.attention import (
+    MultiHeadAttention,
+    attend_with_scores,
+    causal_mask,
+    make_score,
+    padding_mask,
+    scaled_dot_product_attention,
+)
+from nmt_cli.tokenizer import PAD_ID
+
+
+def test_scaled_dot_product_weights_sum_to_one_and_are_zero_on_masked_keys():
+    torch.manual_seed(0)
+    query, key, value = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8)
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]]).view(2, 1, 1, 5)
+    context, weights = scaled_dot_product_attention(query, key, value, mask, need_weights=True)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 3))
+    assert (weights[1, :, :, 3:] == 0).all()
+    assert (weights[0] > 0).all()
+    # The context vector is the weighted sum of the values.
+    assert torch.allclose(context, weights @ value, atol=1e-6)
+
+
+def test_fused_kernel_matches_the_written_out_equation():
+    torch.manual_seed(0)
+    query, key, value = torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2]).view(2, 1, 1, 6)
+    for causal, m in ((False, mask), (True, None)):
+        fast, _ = scaled_dot_product_attention(query, key, value, m, causal=causal)
+        slow, _ = scaled_dot_product_attention(query, key, value, m, causal, need_weights=True)
+        assert torch.allclose(fast, slow, atol=1e-5)
+
+
+def test_causal_mask_hides_the_future():
+    mask = causal_mask(4)
+    assert mask.tolist() == [[True, False, False, False], [True, True, False, False],
+                             [True, True, True, False], [True, True, True, True]]
+    torch.manual_seed(0)
+    x = torch.randn(1, 1, 4, 8)
+    _, weights = scaled_dot_product_attention(x, x, x, causal=True, need_weights=True)
+    assert (weights[0, 0].triu(diagonal=1) == 0).all()
+
+
+def test_padding_mask_marks_real_tokens():
+    tokens = torch.tensor([[5, 6, PAD_ID], [7, PAD_ID, PAD_ID]])
+    assert padding_mask(tokens).tolist() == [[[True, True, False]], [[True, False, False]]]
+
+
+@pytest.mark.parametrize("kind", ["additive", "dot", "general"])
+def test_gru_scores_give_weights_over_unpadded_source(kind):
+    torch.manual_seed(0)
+    score = make_score(kind, 8)
+    memory = torch.randn(2, 5, 8)
+    query = torch.randn(2, 3, 8)
+    mask = padding_mask(torch.tensor([[4, 4, 4, 4, 4], [4, 4, PAD_ID, PAD_ID, PAD_ID]]))
+    context, weights = attend_with_scores(score(query, score.project_keys(memory)), memory, mask)
+    assert weights.shape == (2, 3, 5)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 3))
+    assert (weights[1, :, 2:] == 0).all()
+    assert torch.allclose(context, weights @ memory, atol=1e-6)
+
+
+def test_multi_head_attention_returns_per_head_weights():
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4, dropout=0.0)
+    x, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]]).unsqueeze(1)
+    out, weights = attention(x, memory, mask, need_weights=True)
+    fast, _ = attention(x, memory, mask)
+    assert out.shape == (2, 3, 16) and weights.shape == (2, 4, 3, 5)
+    assert torch.allclose(out, fast, atol=1e-5)
+    assert (weights[1, :, :, 2:] == 0).all()

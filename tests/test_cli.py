@@ -1,0 +1,151 @@
+"""The command line as a user runs it: train, translate, eval, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nmt_cli.cli import app
+
+from conftest import write_corpus
+
+TINY_SETTINGS = ["--set", "model.d_model=32", "--set", "model.d_ff=64",
+                 "--set", "model.num_encoder_layers=1", "--set", "model.num_decoder_layers=1",
+                 "--set", "tokenizer.vocab_size=300", "--set", "train.validate_every=10"]
+
+
+def nmt(*args: str, stdin: str | None = None, cwd: Path | None = None):
+    """Run the real command in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "nmt_cli", *args], input=stdin, text=True,
+                          capture_output=True, cwd=cwd, timeout=300)
+
+
+def invoke(*args: str):
+    """Run the command in-process (faster); errors must end in SystemExit, not a crash."""
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def trained_run(small_corpus, tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("runs") / "tiny"
+    result = nmt("train", "--data", str(small_corpus), "--run", str(run), "--max-steps", "20",
+                 "--batch-tokens", "1024", *TINY_SETTINGS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(run)
+    return run
+
+
+def test_run_directory_is_self_describing(trained_run):
+    names = {p.name for p in trained_run.iterdir()}
+    assert {"config.json", "spm.model", "model.safetensors", "last.safetensors",
+            "train_state.pt", "metrics.jsonl"} <= names
+    records = [json.loads(line) for line in (trained_run / "metrics.jsonl").open()]
+    assert [r["step"] for r in records if r["kind"] == "step"] == list(range(1, 21))
+    assert [r["step"] for r in records if r["kind"] == "validate"] == [10, 20]
+
+
+def test_translate_text_file_and_stdin(trained_run, tmp_path):
+    result = nmt("translate", "--run", str(trained_run), "I love machine learning.")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    lines = ["A small test.", "", "The computer is new.", "Good morning!"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke("translate", "--run", str(trained_run), "-i", str(tmp_path / "in.txt"),
+                    "-o", str(tmp_path / "out.txt"), "--beam", "2")
+    assert result.exit_code == 0, result.output
+    from_file = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(from_file) == 4 and from_file[1] == ""
+    result = CliRunner().invoke(app, ["translate", "--run", str(trained_run), "--beam", "2"],
+                                input="\n".join(lines) + "\n")
+    assert result.exit_code == 0
+    assert result.stdout.split("\n")[:-1] == from_file
+
+
+def test_eval_bleu_equals_the_sacrebleu_command(trained_run, small_corpus, tmp_path):
+    hyp = tmp_path / "hyp.de"
+    translated = invoke("translate", "--run", str(trained_run), "--beam", "3",
+                        "-i", str(small_corpus / "test.en"), "-o", str(hyp))
+    assert translated.exit_code == 0
+    ref = str(small_corpus / "test.de")
+    ours = json.loads(invoke("eval", "--run", str(trained_run), "--beam", "3", "--chrf",
+                             "--json").stdout)
+    scored = json.loads(invoke("evaluate", "--hyp", str(hyp), "--ref", ref, "--json").stdout)
+    command = subprocess.run([Path(sys.executable).parent / "sacrebleu", ref, "-i", str(hyp),
+                              "-m", "bleu", "chrf", "-w", "6"], capture_output=True, text=True)
+    theirs = json.loads(command.stdout)
+    assert ours["scores"][0]["score"] == pytest.approx(theirs[0]["score"], abs=1e-6)
+    assert ours["scores"][1]["score"] == pytest.approx(theirs[1]["score"], abs=1e-6)
+    assert scored["scores"][0]["score"] == pytest.approx(theirs[0]["score"], abs=1e-6)
+    assert ours["scores"][0]["signature"] == theirs[0]["signature"]
+
+
+def test_table_shows_signature(trained_run):
+    result = invoke("eval", "--run", str(trained_run), "--beam", "1")
+    assert result.exit_code == 0
+    assert "BLEU" in result.stdout and "tok:13a" in result.stdout
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    message = result.stderr.strip()
+    assert len(message.splitlines()) == 1, message
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_bad_corpora(tmp_path):
+    mismatched = write_corpus(tmp_path / "mismatch", {"train": (["a", "b"], ["x"]),
+                                                      "val": (["a"], ["x"])})
+    one_line_error(invoke("train", "--data", str(mismatched), "--run", str(tmp_path / "r1")),
+                   "train.en has 2 lines", "train.de has 1")
+    one_line_error(invoke("train", "--data", str(tmp_path / "missing")), "no such directory")
+    bad = write_corpus(tmp_path / "bad", {"train": (["ok", "fine"], ["gut", "fein"]),
+                                          "val": (["a"], ["x"])})
+    (bad / "train.de").write_bytes(b"gut\nf\xc3\n")
+    one_line_error(invoke("train", "--data", str(bad), "--run", str(tmp_path / "r2")),
+                   "train.de:2: invalid UTF-8")
+    empty = write_corpus(tmp_path / "empty", {"train": ([], []), "val": (["a"], ["x"])})
+    one_line_error(invoke("train", "--data", str(empty), "--run", str(tmp_path / "r3")),
+                   "train.en: file is empty")
+
+
+def test_bad_options():
+    one_line_error(invoke("train", "--set", "model.layers=2"), "unknown setting 'model.layers'",
+                   "model.num_encoder_layers")
+    one_line_error(invoke("train", "--set", "model.d_model"), "expected section.key=value")
+    one_line_error(invoke("train", "--preset", "huge"), "unknown preset")
+
+
+def test_broken_run_directories(trained_run, tmp_path):
+    for missing in ("model.safetensors", "spm.model", "config.json"):
+        broken = tmp_path / f"without-{missing}"
+        shutil.copytree(trained_run, broken)
+        (broken / missing).unlink()
+        one_line_error(invoke("translate", "--run", str(broken), "hello"), str(broken))
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(trained_run, corrupt)
+    (corrupt / "model.safetensors").write_bytes(b"\x00" * 100)
+    one_line_error(invoke("translate", "--run", str(corrupt), "hello"), "model.safetensors")
+    one_line_error(invoke("translate", "--run", str(tmp_path / "nothing"), "hello"),
+                   "no such run directory")
+
+
+def test_real_entry_point_reports_errors_without_traceback(tmp_path):
+    result = nmt("translate", "--run", str(tmp_path / "nowhere"), "hello")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'nowhere'}: no such run directory"]
+
+
+def test_version():
+    result = nmt("--version")
+    assert result.returncode == 0 and result.stdout.startswith("nmt ")

@@ -1,0 +1,80 @@
+"""Reading and checking corpora; token-count batches; the teacher-forcing shift."""
+
+import gzip
+
+import pytest
+import torch
+
+from nmt_cli.config import UserError
+from nmt_cli.data import Batch, find_split_file, read_lines, read_parallel, token_batches
+from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID
+
+
+def test_teacher_forcing_shift():
+    batch = Batch.from_ids([[5, 6, 7], [8]], [[10, 11], [12, 13, 14]])
+    assert batch.src.tolist() == [[5, 6, 7, EOS_ID], [8, EOS_ID, PAD_ID, PAD_ID]]
+    assert batch.tgt_in.tolist() == [[SOS_ID, 10, 11, PAD_ID], [SOS_ID, 12, 13, 14]]
+    assert batch.tgt_out.tolist() == [[10, 11, EOS_ID, PAD_ID], [12, 13, 14, EOS_ID]]
+    assert batch.num_tgt_tokens == 7
+
+
+def test_token_batches_cover_every_sentence_once_within_the_budget():
+    generator = torch.Generator().manual_seed(0)
+    src_lens = torch.randint(1, 30, (500,), generator=generator).tolist()
+    tgt_lens = torch.randint(1, 30, (500,), generator=generator).tolist()
+    batches = token_batches(src_lens, tgt_lens, 256, torch.Generator().manual_seed(1))
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        longest = max(max(src_lens[i], tgt_lens[i]) for i in b) + 1
+        assert len(b) * longest <= 256
+    again = token_batches(src_lens, tgt_lens, 256, torch.Generator().manual_seed(1))
+    other = token_batches(src_lens, tgt_lens, 256, torch.Generator().manual_seed(2))
+    assert batches == again and batches != other
+
+
+def test_length_sorted_batches_waste_little_padding():
+    generator = torch.Generator().manual_seed(0)
+    lens = torch.randint(3, 40, (2000,), generator=generator).tolist()
+    batches = token_batches(lens, lens, 1024, torch.Generator().manual_seed(0))
+    real = sum(lens[i] + 1 for b in batches for i in b)
+    padded = sum(len(b) * (max(lens[i] for i in b) + 1) for b in batches)
+    assert real / padded > 0.95
+
+
+def test_reads_gzip_crlf_and_bom(tmp_path):
+    path = tmp_path / "train.en.gz"
+    with gzip.open(path, "wb") as f:
+        f.write("\ufeffHello\r\nWorld\r\n".encode())
+    assert read_lines(path) == ["Hello", "World"]
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "train.en"
+    path.write_bytes(b"fine\nalso fine\nbad \xff byte\n")
+    with pytest.raises(UserError, match=r"train\.en:3: invalid UTF-8"):
+        read_lines(path)
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(UserError, match="file not found"):
+        read_lines(tmp_path / "nope.en")
+    (tmp_path / "empty.en").write_text("")
+    with pytest.raises(UserError, match="empty"):
+        read_lines(tmp_path / "empty.en")
+
+
+def test_mismatched_line_counts_name_both_files(tmp_path):
+    (tmp_path / "a.en").write_text("one\ntwo\nthree\n")
+    (tmp_path / "a.de").write_text("eins\nzwei\n")
+    with pytest.raises(UserError, match=r"a\.en has 3 lines, .*a\.de has 2"):
+        read_parallel(tmp_path / "a.en", tmp_path / "a.de")
+
+
+def test_split_names(tmp_path):
+    for name in ("train.en.gz", "valid.en", "dev.en", "test_2016_flickr.en.gz"):
+        (tmp_path / name).write_text("x\n")
+    assert find_split_file(tmp_path, "train", "en").name == "train.en.gz"
+    assert find_split_file(tmp_path, "val", "en").name == "valid.en"
+    assert find_split_file(tmp_path, "test", "en").name == "test_2016_flickr.en.gz"
+    with pytest.raises(UserError, match="no train file for language 'de'"):
+        find_split_file(tmp_path, "train", "de")

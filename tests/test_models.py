@@ -1,0 +1,98 @@
+"""Both model families: causal masking, padding invariance, cached decoding = teacher forcing."""
+
+import pytest
+import torch
+
+from nmt_cli.tokenizer import PAD_ID, SOS_ID
+
+from conftest import random_tokens, tiny_model
+
+FAMILIES = [("transformer", {}), ("transformer", {"norm_first": False}),
+            ("gru", {"attention": "additive"}), ("gru", {"attention": "dot"}),
+            ("gru", {"attention": "general"})]
+IDS = ["transformer-prenorm", "transformer-postnorm", "gru-additive", "gru-dot", "gru-general"]
+
+
+def teacher_forced_input(batch: int, length: int, seed: int = 1) -> torch.Tensor:
+    tgt = random_tokens(batch, length, seed=seed)
+    tgt[:, 0] = SOS_ID
+    return tgt
+
+
+@pytest.mark.parametrize(("arch", "changes"), FAMILIES, ids=IDS)
+def test_changing_future_targets_leaves_earlier_outputs_unchanged(arch, changes):
+    model = tiny_model(arch, **changes)
+    src, tgt = random_tokens(2, 7), teacher_forced_input(2, 6)
+    t = 3
+    changed = tgt.clone()
+    changed[:, t + 1 :] = random_tokens(2, 6 - t - 1, seed=9)
+    with torch.no_grad():
+        before, after = model(src, tgt), model(src, changed)
+    assert torch.allclose(before[:, : t + 1], after[:, : t + 1], atol=1e-5)
+    assert not torch.allclose(before[:, t + 1 :], after[:, t + 1 :], atol=1e-3)
+
+
+@pytest.mark.parametrize(("arch", "changes"), FAMILIES, ids=IDS)
+def test_extra_source_padding_leaves_outputs_unchanged(arch, changes):
+    model = tiny_model(arch, **changes)
+    src, tgt = random_tokens(2, 5), teacher_forced_input(2, 4)
+    padded = torch.cat([src, torch.full((2, 4), PAD_ID)], dim=1)
+    with torch.no_grad():
+        assert torch.allclose(model(src, tgt), model(padded, tgt), atol=1e-5)
+
+
+@pytest.mark.parametrize(("arch", "changes"), FAMILIES, ids=IDS)
+def test_step_by_step_decoding_reproduces_teacher_forced_logits(arch, changes):
+    model = tiny_model(arch, **changes)
+    src = random_tokens(3, 6)
+    src[2, 4:] = PAD_ID  # a shorter sentence in the batch
+    tgt = teacher_forced_input(3, 7)
+    with torch.no_grad():
+        forced = model(src, tgt)  # (batch, tgt_len, vocab)
+        state, steps = model.start(src), []
+        for t in range(tgt.size(1)):
+            logits, state = model.decode_step(tgt[:, t], state)
+            steps.append(logits)
+    assert torch.allclose(forced, torch.stack(steps, dim=1), atol=1e-5)
+
+
+def test_state_select_reorders_the_cache():
+    model = tiny_model("transformer")
+    src, tgt = random_tokens(3, 5), teacher_forced_input(3, 4)
+    order = torch.tensor([2, 0, 1])
+    with torch.no_grad():
+        state = model.start(src)
+        for t in range(3):
+            _, state = model.decode_step(tgt[:, t], state)
+        reordered, _ = model.decode_step(tgt[order, 3], state.select(order))
+        expected = model(src, tgt)[:, 3]
+    assert torch.allclose(reordered, expected[order], atol=1e-5)
+
+
+def test_tied_embeddings_share_one_matrix():
+    model = tiny_model("transformer")
+    assert model.output_proj.weight is model.tgt_embedding.weight
+    assert model.src_embedding is model.tgt_embedding
+    untied = tiny_model("transformer", tie_embeddings=False)
+    assert untied.output_proj.weight is not untied.tgt_embedding.weight
+
+
+def test_gru_attention_weights_are_distributions_over_the_source():
+    model = tiny_model("gru", attention="additive")
+    src = random_tokens(2, 6)
+    src[1, 3:] = PAD_ID
+    with torch.no_grad():
+        weights = model.attention_weights(src, teacher_forced_input(2, 4))
+    assert weights.shape == (2, 4, 6)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 4))
+    assert (weights[1, :, 3:] == 0).all()
+
+
+def test_transformer_cross_attention_weights_ignore_padding():
+    model = tiny_model("transformer")
+    src = random_tokens(2, 6)
+    src[0, 4:] = PAD_ID
+    with torch.no_grad():
+        weights = model.cross_attention_weights(src, teacher_forced_input(2, 3))
+    assert len(weights) == 2 and weights[0].shape == (2, 4, 3, 6)
+    assert (weights[-1][0, :, :, 4:] == 0).all()

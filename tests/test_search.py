@@ -1,0 +1,97 @@
+"""Greedy and beam search over the model interface."""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from nmt_cli.config import DecodeConfig
+from nmt_cli.models.base import DecoderState, Seq2Seq
+from nmt_cli.search import (
+    beam_search,
+    greedy_search,
+    max_output_lengths,
+    search,
+    translate_ids,
+)
+from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID
+
+from conftest import random_tokens, tiny_model
+
+
+def test_beam_size_one_equals_greedy():
+    for arch in ("transformer", "gru"):
+        model = tiny_model(arch)
+        src = random_tokens(6, 7, seed=3)
+        src[2, 5:] = PAD_ID
+        limits = max_output_lengths(src, 1.0, 5)
+        assert beam_search(model, src, limits, beam_size=1, alpha=1.0) == greedy_search(
+            model, src, limits)
+
+
+def test_outputs_respect_the_length_limit_and_hold_no_special_tokens():
+    model = tiny_model("transformer")
+    src = random_tokens(4, 6, seed=4)
+    src[3, 2:] = PAD_ID  # 2 tokens: a limit of 0.5 * 2 + 1 = 2
+    limits = max_output_lengths(src, 0.5, 1)
+    assert limits.tolist() == [4, 4, 4, 2]
+    for beam in (1, 4):
+        outputs = search(model, src, DecodeConfig(beam=beam, max_len_a=0.5, max_len_b=1))
+        for out, limit in zip(outputs, limits.tolist()):
+            assert len(out) <= limit
+            assert EOS_ID not in out and PAD_ID not in out
+
+
+@dataclass
+class LastToken(DecoderState):
+    last: torch.Tensor  # (batch,)
+
+
+class TableModel(Seq2Seq):
+    """A fixed next-token distribution given the previous token: search on a known problem."""
+
+    def __init__(self, table: dict[int, dict[int, float]], vocab: int = 8):
+        super().__init__()
+        self.log_probs = torch.full((vocab, vocab), -1e9)
+        for prev, nexts in table.items():
+            for token, p in nexts.items():
+                self.log_probs[prev, token] = math.log(p)
+
+    def start(self, src):
+        return LastToken(torch.full((src.size(0),), SOS_ID))
+
+    def decode_step(self, prev_tokens, state):
+        return self.log_probs[prev_tokens], LastToken(prev_tokens)
+
+
+A, B = 4, 5
+# After <sos>: A 0.6, B 0.4. After A: <eos> 0.4, else A or B. After B: <eos> 1.0.
+# Greedy takes A then <eos> (0.24); the best sentence is B <eos> (0.4).
+TABLE = {SOS_ID: {A: 0.6, B: 0.4}, A: {EOS_ID: 0.4, A: 0.3, B: 0.3}, B: {EOS_ID: 1.0}}
+
+
+def test_beam_search_finds_what_greedy_misses():
+    model, src = TableModel(TABLE), torch.tensor([[A, A, A]])
+    limits = max_output_lengths(src, 1.0, 2)
+    assert greedy_search(model, src, limits) == [[A]]
+    assert beam_search(model, src, limits, beam_size=2, alpha=0.0) == [[B]]
+    assert beam_search(model, src, limits, beam_size=1, alpha=0.0) == [[A]]
+
+
+def test_length_penalty_favours_longer_hypotheses():
+    # "A <eos>" has p 0.5; "B B" (stopped by the length limit) has p 0.4 but is longer.
+    table = {SOS_ID: {A: 0.5, B: 0.5}, A: {EOS_ID: 1.0}, B: {B: 0.8, EOS_ID: 0.2}}
+    model, src = TableModel(table), torch.tensor([[A] * 4])
+    limits = torch.tensor([2])  # at most two tokens: B B stops at the limit
+    assert beam_search(model, src, limits, beam_size=3, alpha=0.0) == [[A]]
+    assert beam_search(model, src, limits, beam_size=3, alpha=5.0) == [[B, B]]
+
+
+def test_translate_ids_restores_input_order_and_keeps_empty_inputs_empty():
+    model = tiny_model("transformer")
+    src_ids = [random_tokens(1, n, seed=n)[0].tolist() for n in (5, 1, 8, 3)]
+    config = DecodeConfig(beam=2, batch_size=2)
+    batched = translate_ids(model, src_ids + [[]], config, torch.device("cpu"))
+    one_by_one = [translate_ids(model, [s], config, torch.device("cpu"))[0] for s in src_ids]
+    assert batched[:4] == one_by_one
+    assert batched[4] == []

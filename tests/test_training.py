@@ -1,0 +1,59 @@
+"""Training through the Python API: schedule, checkpoints, reloading."""
+
+import math
+
+import pytest
+import torch
+
+from nmt_cli import Translator, preset
+from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
+from nmt_cli.config import DecodeConfig, apply_overrides
+from nmt_cli.training import Trainer, lr_factor, prepare_run_dir
+
+
+def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
+    factors = [lr_factor(step, "inverse_sqrt", 100) for step in range(400)]
+    assert factors[0] == pytest.approx(0.01) and factors[99] == pytest.approx(1.0)
+    assert factors[399] == pytest.approx(math.sqrt(100 / 400))
+    assert all(a < b for a, b in zip(factors[:99], factors[1:100]))
+    assert lr_factor(5000, "constant", 100) == 1.0
+
+
+@pytest.fixture(scope="module")
+def trainer(small_corpus, tmp_path_factory):
+    config = apply_overrides(preset("transformer"), {
+        "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
+        "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.max_steps": 30,
+        "train.validate_every": 15, "train.warmup_steps": 10})
+    run_dir = prepare_run_dir(tmp_path_factory.mktemp("runs") / "api")
+    events = []
+    trainer = Trainer(config, run_dir, events.append)
+    trainer.run()
+    trainer.events = events
+    return trainer
+
+
+def test_training_lowers_the_loss_and_reports_progress(trainer):
+    losses = [e["loss"] for e in trainer.events if e["kind"] == "step"]
+    assert len(losses) == 30
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5
+    validations = [e for e in trainer.events if e["kind"] == "validate"]
+    assert [v["step"] for v in validations] == [15, 30]
+    assert validations[1]["val_loss"] < validations[0]["val_loss"]
+    assert trainer.events[-1]["kind"] == "done"
+
+
+def test_saved_and_reloaded_run_translates_identically(trainer, small_corpus):
+    lines = (small_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:20]
+    for beam in (1, 3):
+        config = DecodeConfig(beam=beam, device="cpu")
+        in_memory = Translator(trainer.as_run(), torch.device("cpu")).translate(lines, config)
+        reloaded = Translator.from_run(trainer.run_dir, "cpu", LAST_WEIGHTS).translate(lines,
+                                                                                       config)
+        assert in_memory == reloaded
+
+
+def test_training_state_loads_safely(trainer):
+    state = load_train_state(trainer.run_dir / "train_state.pt")
+    assert state["step"] == 30
+    assert "exp_avg" in next(iter(state["optimizer"]["state"].values()))
