@@ -1,0 +1,29 @@
+# Set-up and everyday commands. `make test` and `make train` create .venv on first use.
+# TORCH selects the PyTorch build: the default takes the one for your hardware;
+# CI pins the CPU wheel with TORCH=torch==2.13.0.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch
+BIN := $(VENV)/bin
+
+.PHONY: install test lint train clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+test: install
+	$(BIN)/pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+
+train: install
+	$(BIN)/nmt train
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache
