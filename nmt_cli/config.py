@@ -116,12 +116,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.arch": "transformer", "model.d_model": 128, "model.num_heads": 4,
         "model.num_encoder_layers": 2, "model.num_decoder_layers": 2, "model.d_ff": 512,
         "tokenizer.vocab_size": 2000, "train.batch_tokens": 2048, "train.lr": 1e-3,
-        "train.warmup_steps": 200, "train.max_steps": 1200, "train.validate_every": 300,
+        "train.warmup_steps": 200, "train.max_steps": 1000, "train.validate_every": 250,
     },
     "gru": {
-        "model.arch": "gru", "model.d_model": 256, "model.attention": "additive",
+        "model.arch": "gru", "model.d_model": 128, "model.attention": "additive",
         "tokenizer.vocab_size": 2000, "train.batch_tokens": 2048, "train.lr": 1e-3,
-        "train.schedule": "constant", "train.max_steps": 1200, "train.validate_every": 300,
+        "train.schedule": "constant", "train.max_steps": 1000, "train.validate_every": 250,
     },
 }
 DEFAULT_PRESET = "transformer"

@@ -110,6 +110,7 @@ def finish(finished, alive, history, beams, tokens, top_scores, ends, alpha) -> 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:
     """Translate a padded source batch (batch, src_len) into lists of target ids."""
     limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
+    limits = limits.clamp(max=model.max_target_length)
     if config.beam <= 1:
         return greedy_search(model, src, limits)
     return beam_search(model, src, limits, config.beam, config.alpha)

@@ -134,6 +134,13 @@ def test_broken_run_directories(trained_run, tmp_path):
     shutil.copytree(trained_run, corrupt)
     (corrupt / "model.safetensors").write_bytes(b"\x00" * 100)
     one_line_error(invoke("translate", "--run", str(corrupt), "hello"), "model.safetensors")
+    mismatched = tmp_path / "mismatched"
+    shutil.copytree(trained_run, mismatched)
+    config = json.loads((mismatched / "config.json").read_text())
+    config["config"]["model"]["d_model"] = 64
+    (mismatched / "config.json").write_text(json.dumps(config))
+    one_line_error(invoke("translate", "--run", str(mismatched), "hello"),
+                   "weights do not load into this model")
     one_line_error(invoke("translate", "--run", str(tmp_path / "nothing"), "hello"),
                    "no such run directory")
 

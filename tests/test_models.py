@@ -96,3 +96,18 @@ def test_transformer_cross_attention_weights_ignore_padding():
         weights = model.cross_attention_weights(src, teacher_forced_input(2, 3))
     assert len(weights) == 2 and weights[0].shape == (2, 4, 3, 6)
     assert (weights[-1][0, :, :, 4:] == 0).all()
+
+
+def test_gru_without_teacher_forcing_feeds_back_its_own_predictions():
+    model = tiny_model("gru", attention="additive")
+    src, tgt = random_tokens(2, 5), teacher_forced_input(2, 6)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        free_running = model(src, tgt, teacher_forcing_ratio=0.0)
+        state, tokens, steps = model.start(src), tgt[:, 0], []
+        for _ in range(tgt.size(1)):
+            logits, state = model.decode_step(tokens, state)
+            steps.append(logits)
+            tokens = logits.argmax(-1)
+    assert torch.allclose(free_running, torch.stack(steps, dim=1), atol=1e-5)
+    assert not torch.allclose(free_running, model(src, tgt), atol=1e-3)

@@ -95,3 +95,10 @@ def test_translate_ids_restores_input_order_and_keeps_empty_inputs_empty():
     one_by_one = [translate_ids(model, [s], config, torch.device("cpu"))[0] for s in src_ids]
     assert batched[:4] == one_by_one
     assert batched[4] == []
+
+
+def test_output_length_never_exceeds_what_the_model_can_position():
+    model = tiny_model("transformer", max_positions=12)
+    src = random_tokens(1, 11, seed=5)  # 11 tokens + <eos> fill the encoder's positions
+    out = search(model, src, DecodeConfig(beam=1, max_len_a=3.0, max_len_b=10))
+    assert len(out[0]) <= 12

@@ -57,3 +57,16 @@ def test_training_state_loads_safely(trainer):
     state = load_train_state(trainer.run_dir / "train_state.pt")
     assert state["step"] == 30
     assert "exp_avg" in next(iter(state["optimizer"]["state"].values()))
+
+
+def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tmp_path):
+    config = apply_overrides(preset("transformer"), {
+        "data.data_dir": str(small_corpus), "model.d_model": 16, "model.d_ff": 32,
+        "model.num_encoder_layers": 1, "model.num_decoder_layers": 1,
+        "tokenizer.vocab_size": 200, "train.batch_tokens": 512, "train.max_steps": 50,
+        "train.validate_every": 1, "train.patience": 2, "train.lr": 1e-6})
+    events = []
+    Trainer(config, prepare_run_dir(tmp_path / "run"), events.append).run()
+    steps = [e["step"] for e in events if e["kind"] == "step"]
+    assert len(steps) < 50
+    assert any("early stopping" in e.get("message", "") for e in events)

@@ -36,6 +36,8 @@ class DecoderState:
 class Seq2Seq(nn.Module):
     """An encoder-decoder translation model."""
 
+    max_target_length: int = 1_000_000  # longest output the model can produce
+
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 

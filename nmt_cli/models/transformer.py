@@ -141,6 +141,7 @@ class Transformer(Seq2Seq):
         super().__init__()
         d = config.d_model
         self.d_model = d
+        self.max_target_length = config.max_positions  # positions the encoding covers
         self.tgt_embedding = nn.Embedding(tgt_vocab, d)
         share = config.tie_embeddings and joint_vocab
         self.src_embedding = self.tgt_embedding if share else nn.Embedding(src_vocab, d)

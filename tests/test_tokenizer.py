@@ -1,0 +1,28 @@
+"""SentencePiece: fixed special ids, joint or separate vocabularies, unigram or BPE."""
+
+from nmt_cli.config import TokenizerConfig
+from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Tokenizer
+
+from conftest import read_sample
+
+
+def test_joint_unigram_model_has_fixed_special_ids(tmp_path):
+    src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
+    tokenizer = Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=400), tmp_path)
+    assert tokenizer.joint and (tmp_path / "spm.model").is_file()
+    pieces = [tokenizer.tgt.id_to_piece(i) for i in (PAD_ID, UNK_ID, SOS_ID, EOS_ID)]
+    assert pieces == ["<pad>", "<unk>", "<sos>", "<eos>"]
+    ids = tokenizer.encode_tgt([tgt[0]])
+    assert min(ids[0]) > EOS_ID
+    assert tokenizer.decode_tgt(ids) == [tgt[0]]
+
+
+def test_separate_bpe_models(tmp_path):
+    src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
+    config = TokenizerConfig(vocab_size=300, model_type="bpe", joint=False)
+    tokenizer = Tokenizer.train(src, tgt, config, tmp_path)
+    assert not tokenizer.joint
+    assert (tmp_path / "spm.src.model").is_file() and (tmp_path / "spm.tgt.model").is_file()
+    reloaded = Tokenizer.load(tmp_path)
+    assert reloaded.encode_src(src[:3]) == tokenizer.encode_src(src[:3])
+    assert reloaded.decode_tgt(reloaded.encode_tgt(tgt[:3])) == tgt[:3]
