@@ -31,6 +31,7 @@ from .config import (
     preset,
 )
 from .data import find_split_file, read_lines
+from .datasets import fetch_multi30k
 from .evaluate import evaluate as score_texts
 from .training import train as train_model
 from .translate import Translator
@@ -282,3 +283,27 @@ def eval_command(
 
 
 app.command("evaluate", help="Alias of eval.")(eval_command)
+
+
+data_app = typer.Typer(no_args_is_help=True, help="Download corpora.")
+app.add_typer(data_app, name="data")
+
+
+class Corpus(str, Enum):
+    multi30k = "multi30k"
+
+
+@data_app.command("fetch")
+@user_errors
+def fetch(
+    corpus: Annotated[Corpus, typer.Argument(help="Corpus to fetch.")],
+    pair: Annotated[str, typer.Option(help="Language pair, e.g. en-de, en-fr, en-cs.")] = "en-de",
+    dest: Annotated[Path | None, typer.Option(
+        help="Folder to write into (default: data/CORPUS).")] = None,
+    mirror: Annotated[Path | None, typer.Option(
+        help="Copy from this local folder instead of downloading.")] = None,
+):
+    """Download a corpus's train, val and test files, verified by SHA-256; prints the folder."""
+    dest = dest or Path("data") / corpus.value
+    fetch_multi30k(pair, dest, mirror, report=lambda message: err.print(message, highlight=False))
+    print(dest)
