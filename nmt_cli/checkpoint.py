@@ -22,8 +22,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
-from . import __version__
-from .config import Config, UserError, from_dict, to_dict
+from ._version import __version__
+from .config import RUNS_DIR, Config, UserError, from_dict, to_dict
 from .files import atomic_write, atomic_write_text
 from .models import Seq2Seq, build_model
 from .tokenizer import Tokenizer
@@ -106,7 +106,7 @@ def load_weights(model: Seq2Seq, path: Path) -> None:
         raise UserError(f"{path}: weights do not load into this model ({first})") from None
 
 
-def latest_run(runs_dir: Path = Path("runs")) -> Path:
+def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
     """The most recently trained run under `runs_dir` (by the time of its best weights)."""
     runs = [p.parent for p in Path(runs_dir).glob(f"*/{BEST_WEIGHTS}")]
     if not runs:

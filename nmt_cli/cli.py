@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import __version__
+from ._version import __version__
 from .checkpoint import latest_run, read_config
 from .config import (
     DEFAULT_PRESET,
@@ -87,6 +87,7 @@ def main(version: Annotated[bool | None, typer.Option(
 RunOption = Annotated[Path | None, typer.Option(
     "--run", help="Run directory (default: the most recent run under runs/).")]
 DeviceOption = Annotated[Device, typer.Option(help="Where to run: auto picks cuda, mps, cpu.")]
+DEFAULT_DEVICE = Device(DecodeConfig.device)
 
 
 @app.command()
@@ -121,6 +122,9 @@ def train(
     if config_file:
         config = apply_overrides(config, load_toml(config_file))
     config = apply_overrides(config, parse_set(settings or []))
+    limits = {"train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs}
+    if any(v is not None for v in limits.values()):  # limits given here replace the preset's
+        config = apply_overrides(config, {k: 0 for k, v in limits.items() if v is None})
     options = {"model.arch": arch.value if arch else None, "data.data_dir": data,
                "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
                "train.max_steps": max_steps, "train.max_time": max_time,
@@ -201,7 +205,7 @@ def translate(
     max_len_a: LenAOption = DecodeConfig.max_len_a,
     max_len_b: LenBOption = DecodeConfig.max_len_b,
     batch_size: BatchOption = DecodeConfig.batch_size,
-    device: DeviceOption = Device.auto,
+    device: DeviceOption = DEFAULT_DEVICE,
 ):
     """Translate text, a file, or stdin (one line out for each line in)."""
     config = decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device)
@@ -212,9 +216,10 @@ def translate(
         lines = iter(read_lines(input_file))
     else:
         lines = sys.stdin
+    chunk = 1 if lines is sys.stdin and sys.stdin.isatty() else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     try:
-        for translation in translator.translate_stream(lines, config):
+        for translation in translator.translate_stream(lines, config, chunk):
             out.write(translation + "\n")
             out.flush()
     except UnicodeDecodeError as e:
@@ -242,7 +247,7 @@ def eval_command(
     max_len_a: LenAOption = DecodeConfig.max_len_a,
     max_len_b: LenBOption = DecodeConfig.max_len_b,
     batch_size: BatchOption = DecodeConfig.batch_size,
-    device: DeviceOption = Device.auto,
+    device: DeviceOption = DEFAULT_DEVICE,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -252,6 +257,10 @@ def eval_command(
         raise UserError("nothing to report: pass --bleu, --chrf or --ter")
     if (src or hyp) and not ref:
         raise UserError("--src and --hyp need --ref")
+    if ref and not (src or hyp):
+        raise UserError("--ref needs --src (to translate) or --hyp (to score)")
+    if src and hyp:
+        raise UserError("use --src or --hyp, not both")
     if hyp:
         hypotheses, references, source = read_lines(hyp), read_lines(ref), str(hyp)
     else:

@@ -58,8 +58,13 @@ class ModelConfig:
 class TrainConfig:
     batch_tokens: int = 4096  # padded tokens per batch: sentences x longest side
     lr: float = 5e-4
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_eps: float = 1e-9
     schedule: str = "inverse_sqrt"  # inverse_sqrt (linear warmup, then 1/sqrt) | constant | plateau
     warmup_steps: int = 1000
+    plateau_factor: float = 0.5  # plateau: multiply the rate by this when BLEU stalls ...
+    plateau_patience: int = 2  # ... for this many validations
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
     weight_decay: float = 0.0
@@ -96,18 +101,38 @@ class Config:
         check_choice("tokenizer.model_type", self.tokenizer.model_type, ("unigram", "bpe"))
         check_choice("train.schedule", self.train.schedule, ("inverse_sqrt", "constant", "plateau"))
         check_choice("train.device", self.train.device, DEVICES)
-        if self.model.arch == "transformer" and self.model.d_model % self.model.num_heads:
-            raise UserError("model.d_model must be divisible by model.num_heads")
+        for key in ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
+                    "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
+                    "train.validate_every"):
+            if self.get(key) < 1:
+                raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
+        for key in ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
+                    "train.warmup_steps", "train.weight_decay", "train.clip_norm"):
+            if self.get(key) < 0:
+                raise UserError(f"{key} must not be negative (got {self.get(key)})")
+        for key in ("model.dropout", "train.label_smoothing"):
+            if not 0.0 <= self.get(key) < 1.0:
+                raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
+        if self.train.lr <= 0:
+            raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        if self.model.arch == "transformer":
+            if self.model.d_model % (2 * self.model.num_heads):
+                raise UserError("model.d_model must be an even multiple of model.num_heads")
+            if self.data.max_len > self.model.max_positions:
+                raise UserError("data.max_len must not exceed model.max_positions")
         if not 0.0 <= self.train.teacher_forcing_ratio <= 1.0:
             raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
         if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
             raise UserError("train.teacher_forcing_ratio below 1 needs model.arch gru")
-        for name in ("batch_tokens", "validate_every"):
-            if getattr(self.train, name) <= 0:
-                raise UserError(f"train.{name} must be positive")
+
+    def get(self, key: str) -> Any:
+        """The value of a dotted key such as 'model.d_model'."""
+        section, _, name = key.partition(".")
+        return getattr(getattr(self, section), name)
 
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
 
 # Presets are named overrides of the defaults above. The sample presets train in a few
 # minutes on two CPU cores.

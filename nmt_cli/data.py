@@ -9,6 +9,7 @@ line. `Batch` is the one place where teacher forcing shifts the target: the deco
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def read_lines(path: Path) -> list[str]:
     try:
         with opener(path, "rb") as f:
             raw = f.read()
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":

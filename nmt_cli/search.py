@@ -17,14 +17,22 @@ from .tokenizer import EOS_ID, PAD_ID, SOS_ID
 
 
 def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
-    """Per-sentence output length limit a * |src| + b (at least 1): (batch,)."""
-    src_lengths = (src != PAD_ID).sum(1)
+    """Per-sentence output length limit a * |src| + b (at least 1): (batch,).
+    |src| counts source tokens without the final <eos>."""
+    src_lengths = (src != PAD_ID).sum(1) - 1
     return (a * src_lengths.float() + b).long().clamp(min=1)
 
 
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT length penalty ((5 + length) / 6) ** alpha; log-probabilities are divided by it."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def never_special(logits: torch.Tensor) -> torch.Tensor:
+    """Logits with <pad> and <sos> ruled out: a translation never contains them."""
+    logits = logits.clone()
+    logits[:, [PAD_ID, SOS_ID]] = float("-inf")
+    return logits
 
 
 @torch.inference_mode()
@@ -36,7 +44,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor) -> li
     outputs: list[list[int]] = [[] for _ in range(src.size(0))]
     for step in range(int(limits.max())):
         logits, state = model.decode_step(tokens, state)
-        tokens = logits.argmax(-1)  # (alive,)
+        tokens = never_special(logits).argmax(-1)  # (alive,)
         done = (tokens == EOS_ID) | (step + 1 >= limits[alive])
         for row, token in zip(alive.tolist(), tokens.tolist()):
             if token != EOS_ID:
@@ -67,7 +75,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
     for step in range(int(limits.max())):
         logits, state = model.decode_step(last, state)
-        log_probs = torch.log_softmax(logits.float(), dim=-1)  # (n*k, vocab)
+        log_probs = torch.log_softmax(never_special(logits.float()), dim=-1)  # (n*k, vocab)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(alive), k * vocab)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
@@ -101,16 +109,17 @@ def finish(finished, alive, history, beams, tokens, top_scores, ends, alpha) -> 
             continue
         hypothesis = history[row, beams[row, col]].tolist()
         token = tokens[row, col].item()
+        length = len(hypothesis) + 1  # tokens scored, <eos> included
         if token != EOS_ID:  # stopped by the length limit: keep the last token
             hypothesis.append(token)
-        score = top_scores[row, col].item() / length_penalty(len(hypothesis) + 1, alpha)
+        score = top_scores[row, col].item() / length_penalty(length, alpha)
         finished[sentence].append((score, hypothesis))
 
 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:
     """Translate a padded source batch (batch, src_len) into lists of target ids."""
     limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
-    limits = limits.clamp(max=model.max_target_length)
+    limits = limits.clamp(max=model.max_positions)
     if config.beam <= 1:
         return greedy_search(model, src, limits)
     return beam_search(model, src, limits, config.beam, config.alpha)
@@ -119,7 +128,9 @@ def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
                   device: torch.device) -> list[list[int]]:
     """Translate many sentences: sorted by length into batches of similar length, then
-    returned in the input order. Empty sources give empty outputs."""
+    returned in the input order. Empty sources give empty outputs; sources longer than the
+    model's positions are truncated."""
+    src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>
     outputs: list[list[int]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if s), key=lambda i: len(src_ids[i]))
     for start in range(0, len(order), config.batch_size):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable
@@ -26,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint
-from .config import Config, DecodeConfig, UserError, resolve_device
+from .config import RUNS_DIR, Config, DecodeConfig, UserError, resolve_device
 from .data import EncodedText, ParallelText, encode_parallel, load_split, make_batch, token_batches
 from .evaluate import bleu
 from .models import build_model
@@ -42,7 +43,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def new_run_dir(config: Config, runs_dir: Path = Path("runs")) -> Path:
+def new_run_dir(config: Config, runs_dir: Path = Path(RUNS_DIR)) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return runs_dir / f"{stamp}-{config.model.arch}"
 
@@ -68,8 +69,9 @@ def lr_factor(step: int, schedule: str, warmup_steps: int) -> float:
 
 def make_scheduler(optimizer: torch.optim.Optimizer, config: Config):
     if config.train.schedule == "plateau":  # halve the rate when validation BLEU stalls
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=0.5,
-                                                          patience=2)
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="max", factor=config.train.plateau_factor,
+            patience=config.train.plateau_patience)
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(step, config.train.schedule, config.train.warmup_steps))
 
@@ -101,7 +103,8 @@ class Trainer:
                                  self.tokenizer.tgt_vocab_size, self.tokenizer.joint)
         self.model.to(self.device)
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.train.lr, betas=(0.9, 0.98), eps=1e-9,
+            self.model.parameters(), lr=config.train.lr,
+            betas=(config.train.adam_beta1, config.train.adam_beta2), eps=config.train.adam_eps,
             weight_decay=config.train.weight_decay)
         self.scheduler = make_scheduler(self.optimizer, config)
         self.progress = Progress()
@@ -115,6 +118,9 @@ class Trainer:
         data = self.config.data
         train_text = load_split(Path(data.data_dir), "train", data.src_lang, data.tgt_lang)
         val_text = load_split(Path(data.data_dir), "val", data.src_lang, data.tgt_lang)
+        if not any(s.strip() and t.strip() for s, t in zip(train_text.src, train_text.tgt)):
+            raise UserError(f"{data.data_dir}: no usable training pairs (every pair has an "
+                            "empty side)")
         tokenizer = Tokenizer.train(train_text.src, train_text.tgt, self.config.tokenizer,
                                     self.run_dir)
         train = encode_parallel(train_text, tokenizer, data.max_len)
@@ -123,7 +129,7 @@ class Trainer:
         self.emit({"kind": "info", "message": f"train: {len(train.src):,} pairs kept, "
                    f"{train.empty:,} with an empty side skipped, {train.too_long:,} longer than "
                    f"{data.max_len} tokens dropped"})
-        val = encode_parallel(val_text, tokenizer, max_len=10**9)
+        val = encode_parallel(val_text, tokenizer, self.config.model.max_positions)
         return tokenizer, train, val_text, val
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -271,5 +277,13 @@ class Trainer:
 def train(config: Config, run_dir: Path | None = None,
           on_event: Callable[[Event], None] | None = None) -> Path:
     """Train a model as `config` says; returns the run directory."""
-    run_dir = prepare_run_dir(run_dir or new_run_dir(config))
-    return Trainer(config, run_dir, on_event or (lambda event: None)).run()
+    run_dir = Path(run_dir or new_run_dir(config))
+    created = not run_dir.exists()
+    prepare_run_dir(run_dir)
+    try:
+        trainer = Trainer(config, run_dir, on_event or (lambda event: None))
+    except BaseException:  # bad data or device: leave no half-made run behind
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return trainer.run()

@@ -26,15 +26,11 @@ class Translator:
         resolved = resolve_device(device)
         return cls(load_run(Path(run_dir), resolved, weights), resolved)
 
-    @property
-    def max_src_tokens(self) -> int:
-        return self.run.config.model.max_positions - 1  # room for <eos>
-
     def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
         config = config or DecodeConfig()
         tokenizer = self.run.tokenizer
-        src_ids = [ids[: self.max_src_tokens] if line.strip() else []
+        src_ids = [ids if line.strip() else []
                    for line, ids in zip(lines, tokenizer.encode_src(lines))]
         with self.autocast:
             out_ids = translate_ids(self.run.model, src_ids, config, self.device)

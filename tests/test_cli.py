@@ -156,3 +156,26 @@ def test_real_entry_point_reports_errors_without_traceback(tmp_path):
 def test_version():
     result = nmt("--version")
     assert result.returncode == 0 and result.stdout.startswith("nmt ")
+
+
+def test_eval_rejects_contradictory_files(tmp_path):
+    ref = tmp_path / "ref.de"
+    ref.write_text("Hallo\n")
+    one_line_error(invoke("eval", "--ref", str(ref)), "--ref needs --src")
+    one_line_error(invoke("eval", "--src", str(ref), "--hyp", str(ref), "--ref", str(ref)),
+                   "not both")
+
+
+def test_bad_settings_are_one_line_errors():
+    one_line_error(invoke("train", "--set", "model.num_heads=0"), "model.num_heads")
+    one_line_error(invoke("train", "--set", "model.dropout=1.5"), "model.dropout")
+    one_line_error(invoke("train", "--max-steps", "-5"), "train.max_steps")
+
+
+def test_a_failed_run_leaves_no_directory(tmp_path):
+    empty = write_corpus(tmp_path / "empty", {"train": (["", ""], ["", ""]),
+                                              "val": (["a"], ["x"])})
+    run = tmp_path / "run"
+    one_line_error(invoke("train", "--data", str(empty), "--run", str(run)),
+                   "no usable training pairs")
+    assert not run.exists()

@@ -78,3 +78,12 @@ def test_split_names(tmp_path):
     assert find_split_file(tmp_path, "test", "en").name == "test_2016_flickr.en.gz"
     with pytest.raises(UserError, match="no train file for language 'de'"):
         find_split_file(tmp_path, "train", "de")
+
+
+def test_corrupt_gzip_is_a_clear_error(tmp_path):
+    path = tmp_path / "train.en.gz"
+    data = bytearray(gzip.compress(b"hello world\n" * 100))
+    data[20:30] = b"\xff" * 10
+    path.write_bytes(bytes(data))
+    with pytest.raises(UserError, match=r"train\.en\.gz: cannot read"):
+        read_lines(path)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt_cli.config import DecodeConfig
+from nmt_cli.data import source_tensor
 from nmt_cli.models.base import DecoderState, Seq2Seq
 from nmt_cli.search import (
     beam_search,
@@ -31,15 +32,15 @@ def test_beam_size_one_equals_greedy():
 
 def test_outputs_respect_the_length_limit_and_hold_no_special_tokens():
     model = tiny_model("transformer")
-    src = random_tokens(4, 6, seed=4)
-    src[3, 2:] = PAD_ID  # 2 tokens: a limit of 0.5 * 2 + 1 = 2
+    ids = random_tokens(4, 6, seed=4).tolist()
+    src = source_tensor(ids[:3] + [ids[3][:2]])  # 2 tokens: a limit of 0.5 * 2 + 1 = 2
     limits = max_output_lengths(src, 0.5, 1)
     assert limits.tolist() == [4, 4, 4, 2]
     for beam in (1, 4):
         outputs = search(model, src, DecodeConfig(beam=beam, max_len_a=0.5, max_len_b=1))
         for out, limit in zip(outputs, limits.tolist()):
             assert len(out) <= limit
-            assert EOS_ID not in out and PAD_ID not in out
+            assert not {EOS_ID, PAD_ID, SOS_ID} & set(out)
 
 
 @dataclass
@@ -79,12 +80,12 @@ def test_beam_search_finds_what_greedy_misses():
 
 
 def test_length_penalty_favours_longer_hypotheses():
-    # "A <eos>" has p 0.5; "B B" (stopped by the length limit) has p 0.4 but is longer.
-    table = {SOS_ID: {A: 0.5, B: 0.5}, A: {EOS_ID: 1.0}, B: {B: 0.8, EOS_ID: 0.2}}
+    # "A <eos>" has p 0.5; "B B B" (stopped by the length limit) has p 0.405 but is longer.
+    table = {SOS_ID: {A: 0.5, B: 0.5}, A: {EOS_ID: 1.0}, B: {B: 0.9, EOS_ID: 0.1}}
     model, src = TableModel(table), torch.tensor([[A] * 4])
-    limits = torch.tensor([2])  # at most two tokens: B B stops at the limit
+    limits = torch.tensor([3])
     assert beam_search(model, src, limits, beam_size=3, alpha=0.0) == [[A]]
-    assert beam_search(model, src, limits, beam_size=3, alpha=5.0) == [[B, B]]
+    assert beam_search(model, src, limits, beam_size=3, alpha=5.0) == [[B, B, B]]
 
 
 def test_translate_ids_restores_input_order_and_keeps_empty_inputs_empty():

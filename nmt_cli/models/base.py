@@ -36,7 +36,7 @@ class DecoderState:
 class Seq2Seq(nn.Module):
     """An encoder-decoder translation model."""
 
-    max_target_length: int = 1_000_000  # longest output the model can produce
+    max_positions: int = 1_000_000  # longest source or target sequence, special tokens included
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

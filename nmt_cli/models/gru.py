@@ -27,6 +27,12 @@ from ..tokenizer import PAD_ID
 from .base import DecoderState, Seq2Seq
 
 
+def run_gru(rnn: nn.GRU, x: torch.Tensor, hidden: torch.Tensor):
+    """Run a GRU in float32: CUDA autocast would run it in float16 with no gradient scaler."""
+    with torch.autocast(x.device.type, enabled=False):
+        return rnn(x.float(), hidden.float())
+
+
 @dataclass
 class GRUState(DecoderState):
     hidden: torch.Tensor  # (batch, d_model): s_{t-1}
@@ -59,9 +65,10 @@ class GRUSeq2Seq(Seq2Seq):
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         lengths = (src != PAD_ID).sum(1).cpu()
-        x = self.dropout(self.src_embedding(src))  # (batch, src_len, d)
+        x = self.dropout(self.src_embedding(src)).float()  # (batch, src_len, d)
         packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        states, _ = self.encoder_rnn(packed)
+        with torch.autocast(src.device.type, enabled=False):
+            states, _ = self.encoder_rnn(packed)
         states, _ = pad_packed_sequence(states, batch_first=True, total_length=src.size(1))
         return torch.tanh(self.memory_proj(states))  # (batch, src_len, d)
 
@@ -83,9 +90,9 @@ class GRUSeq2Seq(Seq2Seq):
         if self.feeds_context:  # Bahdanau: attend with s_{t-1}, then step the GRU
             scores = self.score(state.hidden.unsqueeze(1), state.keys)  # (batch, 1, src_len)
             context, weights = attend_with_scores(scores, state.memory, state.src_mask)
-            _, hidden = self.decoder_rnn(torch.cat([embedded, context], dim=-1), hidden)
+            _, hidden = run_gru(self.decoder_rnn, torch.cat([embedded, context], -1), hidden)
         else:  # Luong: step the GRU, then attend with s_t
-            _, hidden = self.decoder_rnn(embedded, hidden)
+            _, hidden = run_gru(self.decoder_rnn, embedded, hidden)
             scores = self.score(hidden.transpose(0, 1), state.keys)  # (batch, 1, src_len)
             context, weights = attend_with_scores(scores, state.memory, state.src_mask)
         hidden = hidden.squeeze(0)  # (batch, d)
@@ -112,7 +119,8 @@ class GRUSeq2Seq(Seq2Seq):
     def forward_parallel(self, tgt_in: torch.Tensor, state: GRUState) -> torch.Tensor:
         """Luong attention under teacher forcing: the GRU runs over all positions at once."""
         embedded = self.dropout(self.tgt_embedding(tgt_in))  # (batch, tgt_len, d)
-        hiddens, _ = self.decoder_rnn(embedded, state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
+        hiddens, _ = run_gru(self.decoder_rnn, embedded,
+                             state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
         scores = self.score(hiddens, state.keys)  # (batch, tgt_len, src_len)
         context, _ = attend_with_scores(scores, state.memory, state.src_mask)
         return self.output(hiddens, context)

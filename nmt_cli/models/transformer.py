@@ -141,7 +141,7 @@ class Transformer(Seq2Seq):
         super().__init__()
         d = config.d_model
         self.d_model = d
-        self.max_target_length = config.max_positions  # positions the encoding covers
+        self.max_positions = config.max_positions  # positions the encoding covers
         self.tgt_embedding = nn.Embedding(tgt_vocab, d)
         share = config.tie_embeddings and joint_vocab
         self.src_embedding = self.tgt_embedding if share else nn.Embedding(src_vocab, d)
@@ -200,9 +200,10 @@ class Transformer(Seq2Seq):
         batch = src.size(0)
         cache = []
         for layer in self.decoder_layers:
+            cross_key, cross_value = layer.cross_attention.keys_values(memory)
             heads, d_head = layer.self_attention.num_heads, layer.self_attention.d_head
-            empty = memory.new_zeros(batch, heads, 0, d_head)  # no target positions yet
-            cache.append((empty, empty, *layer.cross_attention.keys_values(memory)))
+            empty = cross_key.new_zeros(batch, heads, 0, d_head)  # no target positions yet
+            cache.append((empty, empty, cross_key, cross_value))
         return TransformerState(padding_mask(src), cache, 0)
 
     def decode_step(self, prev_tokens: torch.Tensor, state: TransformerState):
