@@ -4,7 +4,8 @@
     spm.model            the tokenizer (spm.src.model + spm.tgt.model when not joint)
     model.safetensors    the best weights by validation BLEU (what translation uses)
     last.safetensors     the weights of the latest step
-    train_state.pt       optimizer, schedule, step and RNG states (tensors and plain data only)
+    train_state.pt       everything needed to go on exactly: weights, optimizer moments,
+                         schedule, progress (step, epoch, batch) and random states
     metrics.jsonl        one JSON object per logged step or validation
 
 Weights are stored as safetensors; the training state is read back with
@@ -14,10 +15,14 @@ Weights are stored as safetensors; the training state is read back with
 from __future__ import annotations
 
 import json
+import pickle
+import random
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
@@ -55,10 +60,16 @@ def save_train_state(path: Path, state: dict[str, Any]) -> None:
 
 def load_train_state(path: Path) -> dict[str, Any]:
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # pickle errors come in many types
-        raise UserError(f"{path}: not a valid training state ({type(e).__name__}: "
-                        f"{str(e).splitlines()[0] if str(e) else ''})") from None
+        with warnings.catch_warnings():  # torch warns about odd bytes before failing on them
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # what weights_only raises on anything but plain data
+        reason = "it holds objects other than tensors and plain data; refused"
+    except FileNotFoundError:
+        reason = "file not found"
+    except Exception:  # a damaged file fails in many ways
+        reason = "corrupt or truncated"
+    raise UserError(f"{path}: not a valid training state ({reason})")
 
 
 @dataclass
@@ -118,3 +129,43 @@ def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
 def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
     with open(run_dir / METRICS, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def capture_rng() -> dict[str, Any]:
+    """Python, NumPy and torch random states as tensors and plain data (weights_only-safe)."""
+    version, internal, gauss = random.getstate()
+    _, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": (version, list(internal), gauss), "torch": torch.get_rng_state(),
+             "numpy": (torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached)}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state(("MT19937", keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def truncate_metrics(run_dir: Path, step: int) -> None:
+    """Drop log records after `step` (and a line cut short by a crash) before resuming.
+
+    Records are appended before the checkpoint they belong to is saved, so the log of a
+    resumed run reads exactly like that of a run that was never stopped."""
+    path = run_dir / METRICS
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("step", 0) <= step:
+            kept.append(line + "\n")
+    atomic_write_text(path, "".join(kept))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ._version import __version__
-from .checkpoint import latest_run, read_config
+from .checkpoint import TRAIN_STATE, latest_run, read_config
 from .config import (
     DEFAULT_PRESET,
     PRESETS,
@@ -33,6 +34,8 @@ from .config import (
 from .data import find_split_file, read_lines
 from .datasets import fetch_multi30k
 from .evaluate import evaluate as score_texts
+from .training import TrainingInterrupted
+from .training import resume as resume_training
 from .training import train as train_model
 from .translate import Translator
 
@@ -116,25 +119,44 @@ def train(
     device: Annotated[Device | None, typer.Option(
         help="Where to train: auto picks cuda, mps, cpu.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue this run exactly where it stopped (--run on such a run does too).")
+    ] = None,
 ):
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
+    limits = {"train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs}
+    given_limits = {k: v for k, v in limits.items() if v is not None}
+    if given_limits:  # limits given here replace the preset's
+        given_limits = {**{k: 0 for k in limits}, **given_limits}
+    if resume is None and run is not None and (run / TRAIN_STATE).is_file():
+        resume = run
+    if resume is not None:
+        overrides = {**parse_set(settings or []), **given_limits}
+        with interruptible(), TrainingDisplay() as display:
+            print(resume_training(resume, overrides, on_event=display.show))
+        return
     config = preset(preset_name or (arch.value if arch else DEFAULT_PRESET))
     if config_file:
         config = apply_overrides(config, load_toml(config_file))
-    config = apply_overrides(config, parse_set(settings or []))
-    limits = {"train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs}
-    if any(v is not None for v in limits.values()):  # limits given here replace the preset's
-        config = apply_overrides(config, {k: 0 for k, v in limits.items() if v is None})
+    config = apply_overrides(config, {**parse_set(settings or []), **given_limits})
     options = {"model.arch": arch.value if arch else None, "data.data_dir": data,
                "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
-               "train.max_steps": max_steps, "train.max_time": max_time,
-               "train.epochs": epochs, "train.batch_tokens": batch_tokens,
+               "train.batch_tokens": batch_tokens,
                "train.device": device.value if device else None, "train.seed": seed}
     config = apply_overrides(config, {k: v for k, v in options.items() if v is not None})
     config = apply_overrides(config, {"data.data_dir": str(Path(config.data.data_dir).resolve())})
-    with TrainingDisplay() as display:
-        run_dir = train_model(config, run, on_event=display.show)
-    print(run_dir)
+    with interruptible(), TrainingDisplay() as display:
+        print(train_model(config, run, on_event=display.show))
+
+
+@contextmanager
+def interruptible():
+    """A run stopped by a signal has saved its state: say how to resume, exit 128 + signal."""
+    try:
+        yield
+    except TrainingInterrupted as e:
+        err.print(str(e), highlight=False, soft_wrap=True)
+        raise typer.Exit(128 + e.signum) from None
 
 
 class TrainingDisplay:
@@ -169,6 +191,8 @@ class TrainingDisplay:
             self.progress.console.print(
                 f"step {event['step']}: val loss {event['val_loss']:.3f}  "
                 f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+        elif kind == "warning":
+            self.progress.console.print(f"warning: {event['message']}", highlight=False)
         elif kind == "info":
             self.progress.console.print(event["message"], highlight=False)
         elif kind == "done":

@@ -67,6 +67,7 @@ class TrainConfig:
     plateau_patience: int = 2  # ... for this many validations
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
+    max_bad_steps: int = 20  # stop after this many NaN/inf steps in a row
     weight_decay: float = 0.0
     teacher_forcing_ratio: float = 1.0  # GRU only: chance of feeding the reference token
     max_steps: int = 0  # 0: no limit
@@ -103,7 +104,7 @@ class Config:
         check_choice("train.device", self.train.device, DEVICES)
         for key in ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
                     "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
-                    "train.validate_every"):
+                    "train.validate_every", "train.max_bad_steps"):
             if self.get(key) < 1:
                 raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
         for key in ("train.max_steps", "train.max_time", "train.epochs", "train.patience",

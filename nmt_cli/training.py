@@ -6,6 +6,10 @@ gradient norm and takes an AdamW step under the learning-rate schedule. Every
 `validate_every` steps the model is scored on the validation set (loss, perplexity and BLEU of
 greedy translations); the best weights by BLEU are kept. Progress is reported through an
 `on_event` callback so that this module knows nothing about how it is displayed.
+
+A run can stop at any moment and go on exactly where it was: the training state holds the
+weights, optimizer moments, schedule, random states and the position in the epoch's batches.
+SIGINT/SIGTERM finish the current step, save, and raise `TrainingInterrupted`.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from __future__ import annotations
 import math
 import random
 import shutil
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import nullcontext
-from dataclasses import dataclass
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint
-from .config import RUNS_DIR, Config, DecodeConfig, UserError, resolve_device
+from .config import RUNS_DIR, Config, DecodeConfig, UserError, apply_overrides, resolve_device
 from .data import EncodedText, ParallelText, encode_parallel, load_split, make_batch, token_batches
 from .evaluate import bleu
 from .models import build_model
@@ -35,6 +41,14 @@ from .search import translate_ids
 from .tokenizer import PAD_ID, Tokenizer
 
 Event = dict[str, Any]
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped on a signal after saving its state; `signum` says which."""
+
+    def __init__(self, signum: int, run_dir: Path, step: int):
+        super().__init__(f"interrupted at step {step}; resume with: nmt train --resume {run_dir}")
+        self.signum, self.run_dir, self.step = signum, run_dir, step
 
 
 def seed_everything(seed: int) -> None:
@@ -51,7 +65,8 @@ def new_run_dir(config: Config, runs_dir: Path = Path(RUNS_DIR)) -> Path:
 def prepare_run_dir(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     if run_dir.exists() and any(run_dir.iterdir()):
-        raise UserError(f"--run {run_dir}: directory already holds files; choose a new one")
+        raise UserError(f"--run {run_dir}: directory already holds files; choose a new one "
+                        "or continue it with --resume")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -68,7 +83,7 @@ def lr_factor(step: int, schedule: str, warmup_steps: int) -> float:
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, config: Config):
-    if config.train.schedule == "plateau":  # halve the rate when validation BLEU stalls
+    if config.train.schedule == "plateau":  # lower the rate when validation BLEU stalls
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer, mode="max", factor=config.train.plateau_factor,
             patience=config.train.plateau_patience)
@@ -84,45 +99,77 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: 
 
 @dataclass
 class Progress:
-    step: int = 0
+    step: int = 0  # updates taken
     epoch: int = 0
+    batch_in_epoch: int = 0  # index of the next batch of this epoch
     best_bleu: float = -1.0
     bad_validations: int = 0
+    bad_steps: int = 0  # consecutive steps with a NaN/inf loss or gradient
     skipped_steps: int = 0
+    validated_at: int = -1  # step of the latest validation
     train_time: float = 0.0  # seconds spent training so far
 
 
+@contextmanager
+def stop_signals():
+    """Turn the first SIGINT/SIGTERM into a request to stop after the current step; a second
+    one stops at once (KeyboardInterrupt). Yields a list that receives the signal number."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+
+    def handler(signum, frame):
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 class Trainer:
-    def __init__(self, config: Config, run_dir: Path, on_event: Callable[[Event], None]):
+    def __init__(self, config: Config, run_dir: Path, on_event: Callable[[Event], None],
+                 state: dict[str, Any] | None = None):
+        """A new run, or with `state` (a loaded training state) the continuation of one."""
+        resume = state is not None
         self.config, self.run_dir, self.emit = config, run_dir, on_event
         self.device = resolve_device(config.train.device)
         seed_everything(config.train.seed)
-        self.tokenizer, self.train_data, self.val_text, self.val_data = self.load_data()
+        self.tokenizer, self.train_data, self.val_text, self.val_data = self.load_data(resume)
         checkpoint.save_config(run_dir, config, self.tokenizer)
         self.model = build_model(config.model, self.tokenizer.src_vocab_size,
                                  self.tokenizer.tgt_vocab_size, self.tokenizer.joint)
         self.model.to(self.device)
+        t = config.train
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.train.lr,
-            betas=(config.train.adam_beta1, config.train.adam_beta2), eps=config.train.adam_eps,
-            weight_decay=config.train.weight_decay)
+            self.model.parameters(), lr=t.lr, betas=(t.adam_beta1, t.adam_beta2), eps=t.adam_eps,
+            weight_decay=t.weight_decay)
         self.scheduler = make_scheduler(self.optimizer, config)
         self.progress = Progress()
+        if resume:
+            self.restore(state)
         self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                          if self.device.type == "cuda" else nullcontext())
         params = sum(p.numel() for p in self.model.parameters())
+        where = f"resuming at step {self.progress.step}" if resume else "starting"
         self.emit({"kind": "info", "message": f"{config.model.arch}: {params:,} parameters "
-                   f"on {self.device.type}; run directory {run_dir}"})
+                   f"on {self.device.type}; {where}; run directory {run_dir}"})
 
-    def load_data(self) -> tuple[Tokenizer, EncodedText, ParallelText, EncodedText]:
+    def load_data(self, resume: bool) -> tuple[Tokenizer, EncodedText, ParallelText, EncodedText]:
         data = self.config.data
         train_text = load_split(Path(data.data_dir), "train", data.src_lang, data.tgt_lang)
         val_text = load_split(Path(data.data_dir), "val", data.src_lang, data.tgt_lang)
         if not any(s.strip() and t.strip() for s, t in zip(train_text.src, train_text.tgt)):
             raise UserError(f"{data.data_dir}: no usable training pairs (every pair has an "
                             "empty side)")
-        tokenizer = Tokenizer.train(train_text.src, train_text.tgt, self.config.tokenizer,
-                                    self.run_dir)
+        tokenizer = (Tokenizer.load(self.run_dir) if resume else
+                     Tokenizer.train(train_text.src, train_text.tgt, self.config.tokenizer,
+                                     self.run_dir))
         train = encode_parallel(train_text, tokenizer, data.max_len)
         if not train.src:
             raise UserError(f"{data.data_dir}: no usable training pairs (all empty or too long)")
@@ -139,7 +186,8 @@ class Trainer:
                              self.config.train.batch_tokens, generator)
 
     def train_step(self, indices: list[int]) -> tuple[float, int]:
-        """One update on one batch; returns the mean loss per target token and the count."""
+        """One update on one batch; returns the mean loss per target token and the count.
+        A NaN/inf loss or gradient skips the update (the loss comes back as NaN)."""
         self.model.train()
         batch = make_batch(self.train_data, indices).to(self.device)
         tokens = batch.num_tgt_tokens
@@ -151,7 +199,7 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                    self.config.train.clip_norm)
         if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
-            self.progress.skipped_steps += 1  # a NaN/inf step must not touch the weights
+            self.optimizer.zero_grad(set_to_none=True)
             return float("nan"), tokens
         self.optimizer.step()
         if not isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
@@ -187,26 +235,37 @@ class Trainer:
         return checkpoint.Run(self.run_dir, self.config, self.tokenizer, self.model.eval())
 
     def save(self, best: bool) -> None:
-        checkpoint.save_weights(self.model, self.run_dir / checkpoint.LAST_WEIGHTS)
-        if best:
-            checkpoint.save_weights(self.model, self.run_dir / checkpoint.BEST_WEIGHTS)
-        checkpoint.save_train_state(self.run_dir / checkpoint.TRAIN_STATE, self.train_state())
+        """Write the training state, then the weights; a failed write is reported and the
+        previous files stay as they were."""
+        try:
+            checkpoint.save_train_state(self.run_dir / checkpoint.TRAIN_STATE, {
+                "progress": asdict(self.progress), "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": checkpoint.capture_rng()})
+            checkpoint.save_weights(self.model, self.run_dir / checkpoint.LAST_WEIGHTS)
+            if best:
+                checkpoint.save_weights(self.model, self.run_dir / checkpoint.BEST_WEIGHTS)
+        except OSError as e:
+            self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
+                       f"a checkpoint ({e.strerror or e}); the previous one is kept"})
 
-    def train_state(self) -> dict[str, Any]:
-        p = self.progress
-        return {
-            "step": p.step, "epoch": p.epoch, "best_bleu": p.best_bleu,
-            "bad_validations": p.bad_validations, "skipped_steps": p.skipped_steps,
-            "train_time": p.train_time,
-            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-            "rng": {"python": list(random.getstate()[1]), "torch": torch.get_rng_state(),
-                    "numpy": torch.from_numpy(np.random.get_state()[1].astype(np.int64))},
-        }
+    def restore(self, state: dict[str, Any]) -> None:
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+            self.progress = Progress(**state["progress"])
+            checkpoint.restore_rng(state["rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise UserError(f"{self.run_dir / checkpoint.TRAIN_STATE}: does not match this run "
+                            f"({type(e).__name__})") from None
+        checkpoint.truncate_metrics(self.run_dir, self.progress.step)
 
     def validate_and_save(self) -> bool:
         """Validate, keep the best checkpoint; returns True when patience has run out."""
         metrics = self.validate()
         p = self.progress
+        p.validated_at = p.step
         improved = metrics["val_bleu"] > p.best_bleu
         if improved:
             p.best_bleu, p.bad_validations = metrics["val_bleu"], 0
@@ -214,9 +273,9 @@ class Trainer:
             p.bad_validations += 1
         if isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
             self.scheduler.step(metrics["val_bleu"])
-        self.save(best=improved)
         record = {"kind": "validate", "step": p.step, **metrics, "best": improved}
-        checkpoint.append_metrics(self.run_dir, record)
+        checkpoint.append_metrics(self.run_dir, record)  # before the save: see truncate_metrics
+        self.save(best=improved)
         self.emit(record)
         patience = self.config.train.patience
         return patience > 0 and p.bad_validations >= patience
@@ -235,43 +294,71 @@ class Trainer:
                     or (t.max_time and p.train_time >= t.max_time)
                     or (t.epochs and p.epoch >= t.epochs))
 
+    def check_step(self, loss: float) -> None:
+        """Count NaN/inf steps; too many in a row end training (the last good state is kept)."""
+        p = self.progress
+        if math.isfinite(loss):
+            p.bad_steps = 0
+            return
+        p.bad_steps += 1
+        p.skipped_steps += 1
+        checkpoint.append_metrics(self.run_dir, {"kind": "skipped", "step": p.step,
+                                                 "skipped_steps": p.skipped_steps})
+        if p.bad_steps >= self.config.train.max_bad_steps:
+            raise UserError(f"training diverged: {p.bad_steps} steps in a row with a NaN/inf "
+                            f"loss or gradient (at step {p.step}); the last good checkpoint is "
+                            f"in {self.run_dir}; try a lower train.lr")
+
     def run(self) -> Path:
-        p, t = self.progress, self.config.train
-        window: deque[tuple[float, int]] = deque(maxlen=20)
-        started = time.monotonic() - p.train_time
-        validated_at = -1
-        while not self.limit_reached():
-            batches = self.epoch_batches(p.epoch)
-            for i, indices in enumerate(batches):
-                loss, tokens = self.train_step(indices)
-                p.step += 1
-                p.train_time = time.monotonic() - started
-                window.append((p.train_time, tokens))
-                span = window[-1][0] - window[0][0]
-                speed = sum(n for _, n in list(window)[1:]) / span if span > 0 else 0.0
-                lr = self.optimizer.param_groups[0]["lr"]
-                record = {"kind": "step", "step": p.step, "epoch": p.epoch + 1, "loss": loss,
-                          "lr": lr, "tokens": tokens, "tokens_per_s": speed,
-                          "elapsed": p.train_time}
-                checkpoint.append_metrics(self.run_dir, record)
-                self.emit({**record, "fraction": self.fraction_done((i + 1) / len(batches))})
-                stop = False
-                if p.step % t.validate_every == 0:
-                    stop, validated_at = self.validate_and_save(), p.step
-                if stop or self.limit_reached():
-                    break
-            else:
-                p.epoch += 1
-                continue
-            if stop:
-                self.emit({"kind": "info", "message": f"early stopping: no better BLEU in "
-                           f"{t.patience} validations"})
-            break
-        if validated_at != p.step:
-            self.validate_and_save()
-        self.emit({"kind": "done", "step": p.step, "best_bleu": p.best_bleu,
+        with stop_signals() as received:
+            self.loop(received)
+        if received:
+            raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
+        self.emit({"kind": "done", "step": self.progress.step, "best_bleu": self.progress.best_bleu,
                    "run_dir": str(self.run_dir)})
         return self.run_dir
+
+    def loop(self, received: list[int]) -> None:
+        p, t = self.progress, self.config.train
+        window: deque[tuple[float, int]] = deque(maxlen=20)
+        if p.step == 0 and p.batch_in_epoch == 0 and p.epoch == 0:
+            self.save(best=False)  # from here on, a stopped run can always be resumed
+        started = time.monotonic() - p.train_time
+        while not self.limit_reached():
+            batches = self.epoch_batches(p.epoch)
+            while p.batch_in_epoch < len(batches):
+                loss, tokens = self.train_step(batches[p.batch_in_epoch])
+                p.batch_in_epoch += 1
+                p.train_time = time.monotonic() - started
+                self.check_step(loss)
+                if math.isfinite(loss):
+                    p.step += 1
+                    window.append((p.train_time, tokens))
+                    self.log_step(loss, tokens, window, p.batch_in_epoch / len(batches))
+                if received:
+                    self.save(best=False)
+                    return
+                if math.isfinite(loss) and p.step % t.validate_every == 0:
+                    if self.validate_and_save():
+                        self.emit({"kind": "info", "message": "early stopping: no better BLEU "
+                                   f"in {t.patience} validations"})
+                        return
+                if self.limit_reached():
+                    break
+            else:
+                p.epoch, p.batch_in_epoch = p.epoch + 1, 0
+        if p.validated_at != p.step:
+            self.validate_and_save()
+
+    def log_step(self, loss: float, tokens: int, window, epoch_fraction: float) -> None:
+        p = self.progress
+        span = window[-1][0] - window[0][0]
+        speed = sum(n for _, n in list(window)[1:]) / span if span > 0 else 0.0
+        record = {"kind": "step", "step": p.step, "epoch": p.epoch + 1, "loss": loss,
+                  "lr": self.optimizer.param_groups[0]["lr"], "tokens": tokens,
+                  "tokens_per_s": speed, "elapsed": p.train_time}
+        checkpoint.append_metrics(self.run_dir, record)
+        self.emit({**record, "fraction": self.fraction_done(epoch_fraction)})
 
 
 def train(config: Config, run_dir: Path | None = None,
@@ -287,3 +374,17 @@ def train(config: Config, run_dir: Path | None = None,
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return trainer.run()
+
+
+def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
+           on_event: Callable[[Event], None] | None = None) -> Path:
+    """Continue a run from its training state; `overrides` may change e.g. its limits."""
+    run_dir = Path(run_dir)
+    if not (run_dir / checkpoint.TRAIN_STATE).is_file():
+        raise UserError(f"--resume {run_dir}: no {checkpoint.TRAIN_STATE} to resume from")
+    config, _ = checkpoint.read_config(run_dir)
+    config = apply_overrides(config, overrides or {})
+    state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+    for leftover in run_dir.glob(".*.tmp"):  # a write cut short by a crash
+        leftover.unlink()
+    return Trainer(config, run_dir, on_event or (lambda event: None), state).run()

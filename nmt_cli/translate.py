@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -14,8 +15,10 @@ from .search import translate_ids
 
 
 class Translator:
-    def __init__(self, run: Run, device: torch.device):
+    def __init__(self, run: Run, device: torch.device,
+                 warn: Callable[[str], None] | None = None):
         self.run, self.device = run, device
+        self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
         self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                          if device.type == "cuda" else nullcontext())
 
@@ -32,6 +35,10 @@ class Translator:
         tokenizer = self.run.tokenizer
         src_ids = [ids if line.strip() else []
                    for line, ids in zip(lines, tokenizer.encode_src(lines))]
+        longest = self.run.model.max_positions - 1  # room for <eos>
+        for ids in src_ids:
+            if len(ids) > longest:
+                self.warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
         with self.autocast:
             out_ids = translate_ids(self.run.model, src_ids, config, self.device)
         return [tokenizer.decode_tgt([ids])[0] if src else ""

@@ -55,7 +55,7 @@ def test_saved_and_reloaded_run_translates_identically(trainer, small_corpus):
 
 def test_training_state_loads_safely(trainer):
     state = load_train_state(trainer.run_dir / "train_state.pt")
-    assert state["step"] == 30
+    assert state["progress"]["step"] == 30
     assert "exp_avg" in next(iter(state["optimizer"]["state"].values()))
 
 

@@ -47,6 +47,7 @@ class GRUSeq2Seq(Seq2Seq):
         super().__init__()
         d = config.d_model
         self.attention = config.attention
+        self.max_positions = config.max_positions  # inputs are cut to this many tokens
         self.feeds_context = config.attention == "additive"  # Bahdanau: context into the GRU
         self.tgt_embedding = nn.Embedding(tgt_vocab, d, padding_idx=PAD_ID)
         share = config.tie_embeddings and joint_vocab

@@ -1,0 +1,257 @@
+"""Runs survive interruption, crashes, bad steps and failing disks; loading never runs code."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from nmt_cli import checkpoint
+from nmt_cli.cli import app
+from nmt_cli.config import UserError, apply_overrides, preset
+from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
+
+from conftest import read_sample, write_corpus
+
+TINY = {"model.d_model": 32, "model.d_ff": 64, "model.num_encoder_layers": 1,
+        "model.num_decoder_layers": 1, "model.dropout": 0.3, "tokenizer.vocab_size": 250,
+        "train.batch_tokens": 600, "train.warmup_steps": 5, "train.validate_every": 8}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("corpus"), {
+        "train": (read_sample("train", "en", 300), read_sample("train", "de", 300)),
+        "val": (read_sample("val", "en", 20), read_sample("val", "de", 20))})
+
+
+def tiny_config(corpus: Path, steps: int, **changes):
+    return apply_overrides(preset("transformer"), {
+        **TINY, "data.data_dir": str(corpus), "train.max_steps": steps, **changes})
+
+
+def step_losses(run_dir: Path) -> list[tuple[int, float]]:
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return [(r["step"], r["loss"]) for r in records if r["kind"] == "step"]
+
+
+def same_weights(a: Path, b: Path) -> bool:
+    first, second = load_file(a), load_file(b)
+    return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory) -> Path:
+    """An uninterrupted run of 30 steps (about two epochs)."""
+    run_dir = prepare_run_dir(tmp_path_factory.mktemp("reference") / "run")
+    Trainer(tiny_config(corpus, 30), run_dir, lambda e: None).run()
+    return run_dir
+
+
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, reference, tmp_path):
+    run_dir = prepare_run_dir(tmp_path / "run")
+
+    def interrupt_at_step_11(event):
+        if event["kind"] == "step" and event["step"] == 11:
+            signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C
+
+    with pytest.raises(TrainingInterrupted) as stopped:
+        Trainer(tiny_config(corpus, 30), run_dir, interrupt_at_step_11).run()
+    assert stopped.value.step == 11 and stopped.value.signum == signal.SIGINT
+    assert "nmt train --resume" in str(stopped.value)
+    state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+    assert state["progress"]["step"] == 11 and state["progress"]["batch_in_epoch"] > 0
+    resume(run_dir)
+    assert len(step_losses(reference)) == 30
+    assert step_losses(run_dir) == step_losses(reference)  # bitwise equal floats
+    assert same_weights(run_dir / "last.safetensors", reference / "last.safetensors")
+
+
+def nmt(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "nmt_cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def cli_args(corpus: Path, run_dir: Path, steps: int) -> list[str]:
+    settings = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={value}")]
+    return ["train", "--data", str(corpus), "--run", str(run_dir), "--max-steps", str(steps),
+            *settings]
+
+
+def wait_for_steps(run_dir: Path, count: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if (run_dir / "metrics.jsonl").exists() and len(step_losses(run_dir)) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"training did not reach step {count}")
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_saves_and_says_how_to_resume(corpus, tmp_path, signum, code):
+    run_dir = tmp_path / "run"
+    process = nmt(*cli_args(corpus, run_dir, 1000))
+    wait_for_steps(run_dir, 3, process)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == code
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted at step {len(step_losses(run_dir))}; "
+        f"resume with: nmt train --resume {run_dir}")
+    assert "Traceback" not in stderr
+    state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+    assert state["progress"]["step"] == len(step_losses(run_dir))
+
+
+def wait_for_training(run_dir: Path, after_step: int, process: subprocess.Popen) -> None:
+    """Return once the process logs a step beyond `after_step` (or has ended)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if (run_dir / "metrics.jsonl").exists():
+            steps = [s for s, _ in step_losses(run_dir)]
+            if steps and steps[-1] > after_step:
+                return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_run_survives_sigkill_at_random_moments(corpus, tmp_path):
+    """Kill a real training process 20 times at random moments while it trains and saves
+    (a checkpoint every 2 steps), resume each time: the result equals an unbroken run."""
+    steps, settings = 200, {"train.validate_every": 2}
+    reference = prepare_run_dir(tmp_path / "reference")
+    Trainer(tiny_config(corpus, steps, **settings), reference, lambda e: None).run()
+    rng = random.Random(1234)
+    run_dir, kills, checkpoints = tmp_path / "run", 0, set()
+    args = cli_args(corpus, run_dir, steps) + ["--set", "train.validate_every=2"]
+    for _ in range(20):
+        resumed_at = len(step_losses(run_dir)) if run_dir.exists() else 0
+        process = nmt(*args)
+        wait_for_training(run_dir, resumed_at, process)
+        time.sleep(rng.uniform(0.0, 0.25))
+        if process.poll() is not None:  # finished before the kill
+            break
+        process.kill()
+        process.wait()
+        kills += 1
+        # Whatever the moment, what is on disk loads.
+        state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+        checkpoints.add(state["progress"]["step"])
+        checkpoint.read_config(run_dir)
+        checkpoint.truncate_metrics(run_dir, state["progress"]["step"])
+    final = nmt(*args)
+    assert final.wait(timeout=120) == 0, final.stderr.read()
+    assert kills == 20
+    assert len(checkpoints) >= 10, checkpoints  # kills landed all along the run
+    assert step_losses(run_dir) == step_losses(reference)
+    assert same_weights(run_dir / "last.safetensors", reference / "last.safetensors")
+    assert not list(run_dir.glob(".*.tmp"))
+
+
+class RunsCode:
+    """Unpickling this would create a file: a stand-in for an attacker's payload."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_training_state_that_would_run_code_is_refused(corpus, reference, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    marker = tmp_path / "pwned"
+    torch.save({"progress": RunsCode(marker)}, run_dir / checkpoint.TRAIN_STATE)
+    result = CliRunner().invoke(app, ["train", "--resume", str(run_dir)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "not a valid training state" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["random bytes", "truncated"])
+def test_damaged_files_are_one_line_errors(reference, tmp_path, damage):
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    for name in (checkpoint.TRAIN_STATE, checkpoint.BEST_WEIGHTS):
+        path = run_dir / name
+        data = path.read_bytes()
+        path.write_bytes(os.urandom(2000) if damage == "random bytes" else data[: len(data) // 2])
+    for command in (["train", "--resume", str(run_dir)],
+                    ["translate", "--run", str(run_dir), "hi"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_nan_steps_are_skipped_then_training_stops(corpus, tmp_path):
+    config = tiny_config(corpus, 40, **{"train.max_bad_steps": 3})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+    forward = trainer.model.forward
+    poisoned = {6, 10, 11, 12}  # training forwards: one bad step alone, then three in a row
+    calls = []
+
+    def sometimes_nan(*args):
+        logits = forward(*args)
+        if not trainer.model.training:  # validation
+            return logits
+        calls.append(1)
+        return logits * float("nan") if len(calls) in poisoned else logits
+
+    trainer.model.forward = sometimes_nan
+    before = {}
+
+    def snapshot(event):
+        if event["kind"] == "step" and event["step"] == 8:
+            before.update({k: v.clone() for k, v in trainer.model.state_dict().items()})
+
+    trainer.emit = snapshot
+    with pytest.raises(UserError, match="3 steps in a row with a NaN/inf"):
+        trainer.run()
+    assert trainer.progress.step == 8 and trainer.progress.skipped_steps == 4
+    assert all(torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    saved = checkpoint.load_train_state(trainer.run_dir / checkpoint.TRAIN_STATE)
+    assert saved["progress"]["step"] == 8
+    records = [json.loads(line) for line in (trainer.run_dir / "metrics.jsonl").open()]
+    assert [r["step"] for r in records if r["kind"] == "skipped"] == [5, 8, 8, 8]
+
+
+def test_failed_save_is_reported_and_the_previous_checkpoint_kept(corpus, tmp_path,
+                                                                  monkeypatch):
+    events = []
+    trainer = Trainer(tiny_config(corpus, 16), prepare_run_dir(tmp_path / "run"), events.append)
+    real_write = checkpoint.atomic_write
+    files = {}
+
+    def disk_full(path, write):
+        if trainer.progress.step >= 16:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(path, write)
+
+    def remember(event):
+        events.append(event)
+        if event["kind"] == "step" and event["step"] == 9:
+            files.update({p.name: p.read_bytes() for p in trainer.run_dir.iterdir()
+                          if p.suffix in (".pt", ".safetensors")})
+
+    monkeypatch.setattr(checkpoint, "atomic_write", disk_full)
+    trainer.emit = remember
+    trainer.run()
+    warnings = [e["message"] for e in events if e["kind"] == "warning"]
+    assert warnings and "No space left on device" in warnings[0]
+    assert "previous one is kept" in warnings[0]
+    for name, data in files.items():
+        assert (trainer.run_dir / name).read_bytes() == data, name
