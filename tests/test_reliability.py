@@ -115,6 +115,19 @@ def test_signal_saves_and_says_how_to_resume(corpus, tmp_path, signum, code):
     assert state["progress"]["step"] == len(step_losses(run_dir))
 
 
+def test_second_ctrl_c_stops_at_once_and_leaves_a_loadable_run(corpus, tmp_path):
+    run_dir = tmp_path / "run"
+    process = nmt(*cli_args(corpus, run_dir, 1000))
+    wait_for_steps(run_dir, 3, process)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr
+    checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+    assert not list(run_dir.glob(".*.tmp"))
+
+
 def wait_for_training(run_dir: Path, after_step: int, process: subprocess.Popen) -> None:
     """Return once the process logs a step beyond `after_step` (or has ended)."""
     deadline = time.monotonic() + 60
