@@ -6,7 +6,7 @@ VENV ?= .venv
 TORCH ?= torch
 BIN := $(VENV)/bin
 
-.PHONY: install test lint train clean
+.PHONY: install test lint train bench bench-quick clean
 
 install: $(VENV)/.installed
 
@@ -24,6 +24,14 @@ lint: install
 
 train: install
 	$(BIN)/nmt train
+
+# Benchmarks on Multi30k from ../shared/data/multi30k (JoeyNMT is installed into bench/out).
+bench-quick: install
+	$(BIN)/python bench/speed.py --quick
+
+bench: install
+	$(BIN)/python bench/speed.py
+	$(BIN)/python bench/translate_memory.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

@@ -7,6 +7,7 @@ overrides are all checked against these fields, so a typo is an error, never a s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from dataclasses import dataclass, field, fields
@@ -77,6 +78,7 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without a better BLEU; 0: never
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | mps
+    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 (autocast)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class DecodeConfig:
     max_len_b: int = 10
     batch_size: int = 64
     device: str = "auto"
+    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 (autocast)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class Config:
         check_choice("tokenizer.model_type", self.tokenizer.model_type, ("unigram", "bpe"))
         check_choice("train.schedule", self.train.schedule, ("inverse_sqrt", "constant", "plateau"))
         check_choice("train.device", self.train.device, DEVICES)
+        check_choice("train.precision", self.train.precision, PRECISIONS)
         for key in ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
                     "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
                     "train.validate_every", "train.max_bad_steps"):
@@ -133,6 +137,7 @@ class Config:
 
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+PRECISIONS = ("auto", "fp32", "bf16")
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
 
 # Presets are named overrides of the defaults above. The sample presets train in a few
@@ -283,3 +288,15 @@ def resolve_device(name: str):
     elif name == "mps" and not torch.backends.mps.is_available():
         raise UserError("--device mps: MPS is not available")
     return torch.device(name)
+
+
+def mixed_precision(device, precision: str):
+    """A bf16 autocast context where `precision` asks for it ('auto': on CUDA only), else a
+    no-op. Matrix products then run in bf16 (fast on GPUs, and on CPUs with AMX/AVX-512 bf16);
+    weights, softmax, norms and the loss stay in float32."""
+    import torch
+
+    check_choice("precision", precision, PRECISIONS)
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()

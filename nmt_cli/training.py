@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +33,15 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint
-from .config import RUNS_DIR, Config, DecodeConfig, UserError, apply_overrides, resolve_device
+from .config import (
+    RUNS_DIR,
+    Config,
+    DecodeConfig,
+    UserError,
+    apply_overrides,
+    mixed_precision,
+    resolve_device,
+)
 from .data import EncodedText, ParallelText, encode_parallel, load_split, make_batch, token_batches
 from .evaluate import bleu
 from .models import build_model
@@ -153,8 +161,6 @@ class Trainer:
         self.progress = Progress()
         if resume:
             self.restore(state)
-        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
-                         if self.device.type == "cuda" else nullcontext())
         params = sum(p.numel() for p in self.model.parameters())
         where = f"resuming at step {self.progress.step}" if resume else "starting"
         self.emit({"kind": "info", "message": f"{config.model.arch}: {params:,} parameters "
@@ -191,7 +197,7 @@ class Trainer:
         self.model.train()
         batch = make_batch(self.train_data, indices).to(self.device)
         tokens = batch.num_tgt_tokens
-        with self.autocast:
+        with mixed_precision(self.device, self.config.train.precision):
             logits = self.model(batch.src, batch.tgt_in, self.config.train.teacher_forcing_ratio)
         loss = cross_entropy(logits, batch.tgt_out, self.config.train.label_smoothing) / tokens
         self.optimizer.zero_grad(set_to_none=True)
@@ -215,7 +221,7 @@ class Trainer:
                                      [len(t) for t in self.val_data.tgt],
                                      self.config.train.batch_tokens):
             batch = make_batch(self.val_data, indices).to(self.device)
-            with self.autocast:
+            with mixed_precision(self.device, self.config.train.precision):
                 logits = self.model(batch.src, batch.tgt_in)
             total_loss += cross_entropy(logits, batch.tgt_out).item()
             total_tokens += batch.num_tgt_tokens
@@ -226,7 +232,7 @@ class Trainer:
 
     def translate(self, lines: list[str]) -> list[str]:
         decode = DecodeConfig(beam=1, batch_size=128)
-        with self.autocast:
+        with mixed_precision(self.device, self.config.train.precision):
             ids = translate_ids(self.model, self.tokenizer.encode_src(lines), decode, self.device)
         return self.tokenizer.decode_tgt(ids)
 

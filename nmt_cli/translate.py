@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
 from .checkpoint import BEST_WEIGHTS, Run, load_run
-from .config import DecodeConfig, resolve_device
+from .config import DecodeConfig, mixed_precision, resolve_device
 from .search import translate_ids
 
 
@@ -19,8 +18,6 @@ class Translator:
                  warn: Callable[[str], None] | None = None):
         self.run, self.device = run, device
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
-        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
-                         if device.type == "cuda" else nullcontext())
 
     @classmethod
     def from_run(cls, run_dir: Path | str, device: str = "auto",
@@ -39,7 +36,7 @@ class Translator:
         for ids in src_ids:
             if len(ids) > longest:
                 self.warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
-        with self.autocast:
+        with mixed_precision(self.device, config.precision):
             out_ids = translate_ids(self.run.model, src_ids, config, self.device)
         return [tokenizer.decode_tgt([ids])[0] if src else ""
                 for src, ids in zip(src_ids, out_ids)]

@@ -70,3 +70,17 @@ def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tm
     steps = [e["step"] for e in events if e["kind"] == "step"]
     assert len(steps) < 50
     assert any("early stopping" in e.get("message", "") for e in events)
+
+
+def test_bf16_autocast_on_cpu_trains_like_fp32(small_corpus, tmp_path):
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        config = apply_overrides(preset("transformer"), {
+            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
+            "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "model.dropout": 0.0,
+            "train.precision": precision})
+        trainer = Trainer(config, prepare_run_dir(tmp_path / precision), lambda e: None)
+        batches = trainer.epoch_batches(0)
+        losses[precision] = [trainer.train_step(b)[0] for b in batches[:5]]
+    assert losses["fp32"] != losses["bf16"]  # bf16 really ran
+    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=2e-2)
