@@ -111,3 +111,20 @@ def test_gru_without_teacher_forcing_feeds_back_its_own_predictions():
             tokens = logits.argmax(-1)
     assert torch.allclose(free_running, torch.stack(steps, dim=1), atol=1e-5)
     assert not torch.allclose(free_running, model(src, tgt), atol=1e-3)
+
+
+def test_cpu_dropout_keeps_one_minus_p_and_rescales():
+    from nmt_cli.models.base import Dropout
+
+    dropout = Dropout(0.25)
+    x = torch.ones(400, 500, requires_grad=True)
+    torch.manual_seed(0)
+    y = dropout(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.005
+    assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / 0.75))
+    y.sum().backward()
+    assert torch.equal(x.grad != 0, kept)  # no gradient through dropped elements
+    torch.manual_seed(0)
+    assert torch.equal(dropout(x), y)  # seeded: reproducible (exact resume relies on it)
+    assert torch.equal(dropout.eval()(x), x)

@@ -24,7 +24,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..attention import attend_with_scores, make_score, padding_mask
 from ..config import ModelConfig
 from ..tokenizer import PAD_ID
-from .base import DecoderState, Seq2Seq
+from .base import DecoderState, Dropout, Seq2Seq
 
 
 def run_gru(rnn: nn.GRU, x: torch.Tensor, hidden: torch.Tensor):
@@ -59,7 +59,7 @@ class GRUSeq2Seq(Seq2Seq):
         self.decoder_rnn = nn.GRU(2 * d if self.feeds_context else d, d, batch_first=True)
         self.score = make_score(config.attention, d)
         self.combine = nn.Linear(2 * d, d)  # W_c [s_t; context]
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.output_proj = nn.Linear(d, tgt_vocab, bias=False)
         if config.tie_embeddings:
             self.output_proj.weight = self.tgt_embedding.weight

@@ -24,7 +24,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
-from .base import DecoderState, Seq2Seq
+from .base import DecoderState, Dropout, Seq2Seq
 
 
 class PositionalEncoding(nn.Module):
@@ -52,7 +52,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.expand = nn.Linear(d_model, d_ff)
         self.contract = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.contract(self.dropout(torch.relu(self.expand(x))))
@@ -64,7 +64,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
@@ -146,7 +146,7 @@ class Transformer(Seq2Seq):
         share = config.tie_embeddings and joint_vocab
         self.src_embedding = self.tgt_embedding if share else nn.Embedding(src_vocab, d)
         self.positional_encoding = PositionalEncoding(d, config.max_positions)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(config) for _ in range(config.num_encoder_layers))
         self.decoder_layers = nn.ModuleList(
