@@ -53,20 +53,14 @@ def peak_rss_mb(pid: int | str = "self") -> float:
 
 
 def joeynmt_style_batches(src_lens, tgt_lens, budget, seed):
-    """Random order; a batch grows until sentences x max(src+1, tgt+1) would pass the budget."""
+    """JoeyNMT's composition: sentences in random order, each batch filled to the budget."""
     import random
+
+    from nmt_cli.data import group_by_budget
 
     order = list(range(len(src_lens)))
     random.Random(seed).shuffle(order)
-    batches, current, longest = [], [], 0
-    for i in order:
-        size = max(src_lens[i], tgt_lens[i]) + 1
-        if current and (len(current) + 1) * max(longest, size) > budget:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, size)
-    return batches + ([current] if current else [])
+    return group_by_budget(order, src_lens, tgt_lens, budget)
 
 
 def nmt_worker(name: str, steps: int, batching: str) -> dict:

@@ -155,6 +155,15 @@ def token_batches(src_lens: list[int], tgt_lens: list[int], batch_tokens: int,
     n = len(src_lens)
     noise = torch.randperm(n, generator=generator).tolist() if generator else list(range(n))
     order = sorted(range(n), key=lambda i: (tgt_lens[i], src_lens[i], noise[i]))
+    batches = group_by_budget(order, src_lens, tgt_lens, batch_tokens)
+    if generator is not None:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+    return batches
+
+
+def group_by_budget(order: list[int], src_lens: list[int], tgt_lens: list[int],
+                    batch_tokens: int) -> list[list[int]]:
+    """Cut `order` into consecutive batches of at most `batch_tokens` padded tokens."""
     batches, current, longest = [], [], 0
     for i in order:
         size = max(src_lens[i], tgt_lens[i]) + 1
@@ -163,11 +172,7 @@ def token_batches(src_lens: list[int], tgt_lens: list[int], batch_tokens: int,
             current, longest = [], 0
         current.append(i)
         longest = max(longest, size)
-    if current:
-        batches.append(current)
-    if generator is not None:
-        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)]
-    return batches
+    return batches + ([current] if current else [])
 
 
 def make_batch(encoded: EncodedText, indices: list[int]) -> Batch:
