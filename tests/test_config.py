@@ -3,6 +3,7 @@
 import pytest
 
 from nmt_cli.config import (
+    PRESETS,
     Config,
     UserError,
     apply_overrides,
@@ -51,6 +52,9 @@ def test_round_trip_and_presets():
     assert from_dict(to_dict(config)) == config
     with pytest.raises(UserError, match="unknown preset"):
         preset("nope")
+    for name in PRESETS:
+        assert from_dict(to_dict(preset(name))) == preset(name)
+    assert preset("multi30k-transformer").model.d_model == 256
 
 
 def test_durations():
