@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 from contextlib import contextmanager
 from enum import Enum
@@ -151,12 +152,23 @@ def train(
 
 @contextmanager
 def interruptible():
-    """A run stopped by a signal has saved its state: say how to resume, exit 128 + signal."""
+    """A run stopped by a signal has saved its state: say how to resume, exit 128 + signal.
+    Once stopping, further signals are ignored so that none interrupts the exit itself."""
     try:
         yield
     except TrainingInterrupted as e:
+        ignore_stop_signals()
         err.print(str(e), highlight=False, soft_wrap=True)
         raise typer.Exit(128 + e.signum) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: what is on disk is whole (atomic writes)
+        ignore_stop_signals()
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def ignore_stop_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 class TrainingDisplay:
