@@ -94,9 +94,3 @@ class Tokenizer:
 
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode(ids)
-
-    def src_pieces(self, line: str) -> list[str]:
-        return self.src.encode(line, out_type=str)
-
-    def tgt_pieces_of(self, ids: list[int]) -> list[str]:
-        return [self.tgt.id_to_piece(i) for i in ids]

@@ -38,8 +38,7 @@ class Translator:
                 self.warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
         with mixed_precision(self.device, config.precision):
             out_ids = translate_ids(self.run.model, src_ids, config, self.device)
-        return [tokenizer.decode_tgt([ids])[0] if src else ""
-                for src, ids in zip(src_ids, out_ids)]
+        return [text if src else "" for src, text in zip(src_ids, tokenizer.decode_tgt(out_ids))]
 
     def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                          chunk_size: int = 1000) -> Iterator[str]:
