@@ -81,10 +81,10 @@ def nmt_worker(name: str, steps: int, batching: str) -> dict:
     else:
         batches = trainer.epoch_batches(0)
     for indices in batches[:3]:
-        trainer.train_step(indices)
+        trainer.train_step([indices])
     tokens, started = 0, time.perf_counter()
     for indices in batches[3 : 3 + steps]:
-        tokens += trainer.train_step(indices)[1]
+        tokens += trainer.train_step([indices])[1]
     seconds = time.perf_counter() - started
     padded = sum(len(b) * (max(max(len(trainer.train_data.src[i]), len(trainer.train_data.tgt[i]))
                                 for i in b) + 1) for b in batches)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 from contextlib import contextmanager
@@ -35,6 +36,8 @@ from .config import (
 from .data import find_split_file, read_lines
 from .datasets import fetch_multi30k
 from .evaluate import evaluate as score_texts
+from .shards import TOKENIZER_SAMPLE
+from .shards import prepare as prepare_corpus
 from .training import TrainingInterrupted
 from .training import resume as resume_training
 from .training import train as train_model
@@ -48,6 +51,13 @@ err = Console(stderr=True)
 class Arch(str, Enum):
     transformer = "transformer"
     gru = "gru"
+
+
+class Precision(str, Enum):
+    auto = "auto"
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
 
 
 class Device(str, Enum):
@@ -103,7 +113,8 @@ def train(
     src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="Target language suffix.")] = None,
     run: Annotated[Path | None, typer.Option(
-        help="Run directory to create (default: runs/DATE-TIME-ARCH).")] = None,
+        "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
+        "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,
     preset_name: Annotated[str | None, typer.Option(
         "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the --arch one).")
     ] = None,
@@ -120,6 +131,12 @@ def train(
     device: Annotated[Device | None, typer.Option(
         help="Where to train: auto picks cuda, mps, cpu.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    precision: Annotated[Precision | None, typer.Option(
+        help="auto: bf16 autocast on CUDA, float32 elsewhere.")] = None,
+    accum: Annotated[int | None, typer.Option(
+        help="Batches per update (gradient accumulation).")] = None,
+    compile_model: Annotated[bool, typer.Option(
+        "--compile", help="Compile the model with torch.compile (pays off on GPUs).")] = False,
     resume: Annotated[Path | None, typer.Option(
         help="Continue this run exactly where it stopped (--run on such a run does too).")
     ] = None,
@@ -131,10 +148,16 @@ def train(
         given_limits = {**{k: 0 for k in limits}, **given_limits}
     if resume is None and run is not None and (run / TRAIN_STATE).is_file():
         resume = run
+    speed = {"train.precision": precision.value if precision else None, "train.accum": accum,
+             "train.compile": True if compile_model else None}
+    speed = {k: v for k, v in speed.items() if v is not None}
+    main_rank = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 reports
     if resume is not None:
-        overrides = {**parse_set(settings or []), **given_limits}
+        overrides = {**parse_set(settings or []), **given_limits, **speed}
         with interruptible(), TrainingDisplay() as display:
-            print(resume_training(resume, overrides, on_event=display.show))
+            run_dir = resume_training(resume, overrides, on_event=display.show)
+        if main_rank:
+            print(run_dir)
         return
     config = preset(preset_name or (arch.value if arch else DEFAULT_PRESET))
     if config_file:
@@ -144,10 +167,12 @@ def train(
                "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
                "train.batch_tokens": batch_tokens,
                "train.device": device.value if device else None, "train.seed": seed}
-    config = apply_overrides(config, {k: v for k, v in options.items() if v is not None})
+    config = apply_overrides(config, {k: v for k, v in options.items() if v is not None} | speed)
     config = apply_overrides(config, {"data.data_dir": str(Path(config.data.data_dir).resolve())})
     with interruptible(), TrainingDisplay() as display:
-        print(train_model(config, run, on_event=display.show))
+        run_dir = train_model(config, run, on_event=display.show)
+    if main_rank:
+        print(run_dir)
 
 
 @contextmanager
@@ -212,18 +237,31 @@ class TrainingDisplay:
                                         f"{event['best_bleu']:.2f}; run: {event['run_dir']}")
 
 
-def decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device) -> DecodeConfig:
+def decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
+                   device) -> DecodeConfig:
     if beam < 1 or batch_size < 1:
         raise UserError("--beam and --batch-size must be at least 1")
+    if min_len < 0:
+        raise UserError(f"--min-len must not be negative (got {min_len})")
     return DecodeConfig(beam=beam, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b,
-                        batch_size=batch_size, device=device.value)
+                        min_len=min_len, batch_size=batch_size, device=device.value)
 
 
 BeamOption = Annotated[int, typer.Option(help="Beam size; 1 is greedy search.")]
 AlphaOption = Annotated[float, typer.Option(help="Length penalty exponent.")]
 LenAOption = Annotated[float, typer.Option(help="Output limit: a * source length + b.")]
 LenBOption = Annotated[int, typer.Option(help="Output limit: a * source length + b.")]
+MinLenOption = Annotated[int, typer.Option(help="Shortest output, in tokens.")]
 BatchOption = Annotated[int, typer.Option(help="Sentences per decoding batch.")]
+
+
+class Quantize(str, Enum):
+    none = "none"
+    int8 = "int8"
+
+
+QuantizeOption = Annotated[Quantize, typer.Option(
+    help="int8: linear layers in int8 (dynamic quantization; CPU only).")]
 
 
 @app.command()
@@ -240,12 +278,16 @@ def translate(
     alpha: AlphaOption = DecodeConfig.alpha,
     max_len_a: LenAOption = DecodeConfig.max_len_a,
     max_len_b: LenBOption = DecodeConfig.max_len_b,
+    min_len: MinLenOption = DecodeConfig.min_len,
     batch_size: BatchOption = DecodeConfig.batch_size,
     device: DeviceOption = DEFAULT_DEVICE,
+    quantize: QuantizeOption = Quantize.none,
 ):
     """Translate text, a file, or stdin (one line out for each line in)."""
-    config = decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device)
-    translator = Translator.from_run(run or latest_run(), config.device)
+    config = decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
+                            device)
+    translator = Translator.from_run(run or latest_run(), config.device,
+                                     quantize=quantize.value)
     if text is not None:
         lines = iter(text.splitlines() or [""])
     elif input_file is not None:
@@ -282,8 +324,10 @@ def eval_command(
     alpha: AlphaOption = DecodeConfig.alpha,
     max_len_a: LenAOption = DecodeConfig.max_len_a,
     max_len_b: LenBOption = DecodeConfig.max_len_b,
+    min_len: MinLenOption = DecodeConfig.min_len,
     batch_size: BatchOption = DecodeConfig.batch_size,
     device: DeviceOption = DEFAULT_DEVICE,
+    quantize: QuantizeOption = Quantize.none,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -306,12 +350,14 @@ def eval_command(
             d = config.data
             src = find_split_file(Path(d.data_dir), "test", d.src_lang)
             ref = find_split_file(Path(d.data_dir), "test", d.tgt_lang)
-        decode = decode_options(beam, alpha, max_len_a, max_len_b, batch_size, device)
+        decode = decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
+                                device)
         sources, references = read_lines(src), read_lines(ref)
         if len(sources) != len(references):
             raise UserError(f"line counts differ: {src} has {len(sources)} lines, "
                             f"{ref} has {len(references)}")
-        hypotheses = Translator.from_run(run_dir, decode.device).translate(sources, decode)
+        translator = Translator.from_run(run_dir, decode.device, quantize=quantize.value)
+        hypotheses = translator.translate(sources, decode)
         source = f"{run_dir} on {src}"
     scores = score_texts(hypotheses, references, metrics, lowercase)
     if as_json:
@@ -330,7 +376,7 @@ def eval_command(
 app.command("evaluate", help="Alias of eval.")(eval_command)
 
 
-data_app = typer.Typer(no_args_is_help=True, help="Download corpora.")
+data_app = typer.Typer(no_args_is_help=True, help="Download and prepare corpora.")
 app.add_typer(data_app, name="data")
 
 
@@ -352,3 +398,27 @@ def fetch(
     dest = dest or Path("data") / corpus.value
     fetch_multi30k(pair, dest, mirror, report=lambda message: err.print(message, highlight=False))
     print(dest)
+
+
+@data_app.command("prepare")
+@user_errors
+def prepare_command(
+    data: Annotated[Path, typer.Option(help="Corpus directory with train and val files.")],
+    out: Annotated[Path, typer.Option(help="Folder to write the prepared corpus into.")],
+    src_lang: Annotated[str, typer.Option(help="Source language suffix.")] = "en",
+    tgt_lang: Annotated[str, typer.Option(help="Target language suffix.")] = "de",
+    preset_name: Annotated[str | None, typer.Option(
+        "--preset", help="Take tokenizer and length settings from this preset.")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="tokenizer.KEY=value or data.max_len=N (repeatable).")] = None,
+    sample: Annotated[int, typer.Option(
+        help="Train the tokenizer on at most this many pairs (a uniform sample).")
+    ] = TOKENIZER_SAMPLE,
+):
+    """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
+    config = apply_overrides(preset(preset_name or DEFAULT_PRESET), parse_set(settings or []))
+    info = prepare_corpus(data, out, src_lang, tgt_lang, config.tokenizer, config.data.max_len,
+                          config.train.seed, sample)
+    err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "
+              f"{info['too_long']:,} longer than {info['max_len']} tokens dropped", highlight=False)
+    print(out)

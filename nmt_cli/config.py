@@ -78,7 +78,9 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without a better BLEU; 0: never
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | mps
-    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 (autocast)
+    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
+    accum: int = 1  # batches per update (gradient accumulation)
+    compile: bool = False  # torch.compile the model (worth it on GPUs)
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,10 @@ class DecodeConfig:
     alpha: float = 1.0  # length penalty exponent
     max_len_a: float = 1.5  # output length limit: a * source length + b
     max_len_b: int = 10
+    min_len: int = 0  # outputs have at least this many tokens (<eos> is ruled out before)
     batch_size: int = 64
     device: str = "auto"
-    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 (autocast)
+    precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class Config:
         check_choice("train.precision", self.train.precision, PRECISIONS)
         for key in ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
                     "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
-                    "train.validate_every", "train.max_bad_steps"):
+                    "train.validate_every", "train.max_bad_steps", "train.accum"):
             if self.get(key) < 1:
                 raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
         for key in ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
@@ -137,7 +140,7 @@ class Config:
 
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
 
 # Presets are named overrides of the defaults above. The sample presets train in a few
@@ -160,6 +163,29 @@ PRESETS: dict[str, dict[str, Any]] = {
     "multi30k-transformer": {
         "train.lr": 1e-3, "train.warmup_steps": 300, "train.validate_every": 250,
         "train.max_time": 3600.0,
+    },
+    # Multi30k: the reference GRU of ../shared/bench (bidirectional encoder, Bahdanau attention
+    # with input feeding, 256 wide, about 4M parameters) with more dropout for the ~30 epochs
+    # that fit in 60 minutes on two CPU cores, and the rate halved when validation BLEU stalls.
+    "multi30k-gru": {
+        "model.arch": "gru", "model.attention": "additive", "model.dropout": 0.3,
+        "train.lr": 1e-3, "train.schedule": "plateau", "train.validate_every": 300,
+        "train.max_time": 3600.0,
+    },
+    # Transformer base and big (Vaswani et al., 2017) for WMT-size corpora on GPUs: batches of
+    # 25k target-side tokens come from train.batch_tokens x train.accum x the number of GPUs.
+    "base": {
+        "model.d_model": 512, "model.num_heads": 8, "model.num_encoder_layers": 6,
+        "model.num_decoder_layers": 6, "model.d_ff": 2048, "tokenizer.vocab_size": 32000,
+        "tokenizer.model_type": "bpe", "train.batch_tokens": 12500, "train.accum": 2,
+        "train.lr": 7e-4, "train.warmup_steps": 4000, "train.validate_every": 2000,
+    },
+    "big": {
+        "model.d_model": 1024, "model.num_heads": 16, "model.num_encoder_layers": 6,
+        "model.num_decoder_layers": 6, "model.d_ff": 4096, "model.dropout": 0.3,
+        "tokenizer.vocab_size": 32000, "tokenizer.model_type": "bpe",
+        "train.batch_tokens": 12500, "train.accum": 2, "train.lr": 5e-4,
+        "train.warmup_steps": 4000, "train.validate_every": 2000,
     },
 }
 DEFAULT_PRESET = "transformer"
@@ -297,13 +323,22 @@ def resolve_device(name: str):
     return torch.device(name)
 
 
-def mixed_precision(device, precision: str):
-    """A bf16 autocast context where `precision` asks for it ('auto': on CUDA only), else a
-    no-op. Matrix products then run in bf16 (fast on GPUs, and on CPUs with AMX/AVX-512 bf16);
-    weights, softmax, norms and the loss stay in float32."""
+def autocast_dtype(device, precision: str):
+    """The autocast type `precision` asks for on `device`, or None for float32. 'auto' is bf16
+    on CUDA (fp16 on GPUs without bf16) and float32 elsewhere."""
     import torch
 
     check_choice("precision", precision, PRECISIONS)
-    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    if precision == "auto" and device.type == "cuda":
+        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+
+def mixed_precision(device, precision: str):
+    """An autocast context where `precision` asks for one, else a no-op. Matrix products then
+    run in bf16/fp16 (fast on GPUs, and bf16 on CPUs with AMX/AVX-512 bf16); weights, softmax,
+    norms and the loss stay in float32."""
+    import torch
+
+    dtype = autocast_dtype(device, precision)
+    return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()

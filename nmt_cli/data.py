@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .config import UserError
@@ -38,31 +40,31 @@ def find_split_file(data_dir: Path, split: str, lang: str) -> Path:
     raise UserError(f"{data_dir}: no {split} file for language {lang!r} (looked for {names})")
 
 
-def read_lines(path: Path) -> list[str]:
-    """Read a UTF-8 text file (optionally gzip), one sentence per line, with clear errors."""
+def iter_lines(path: Path) -> Iterator[str]:
+    """The lines of a UTF-8 text file (optionally gzip), one at a time, with clear errors:
+    a missing, unreadable or empty file, or bad UTF-8 (named by file and line)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as f:
-            raw = f.read()
+            number = 0
+            for number, line in enumerate(f, start=1):
+                try:
+                    text = line.removesuffix(b"\n").decode("utf-8").rstrip("\r")
+                except UnicodeDecodeError as e:
+                    raise UserError(f"{path}:{number}: invalid UTF-8 at byte {e.start}") from None
+                yield text.removeprefix("\ufeff") if number == 1 else text
     except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines:
+    if number == 0:
         raise UserError(f"{path}: file is empty")
-    text = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            decoded = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}:{number}: invalid UTF-8 at byte {e.start}") from None
-        text.append(decoded.rstrip("\r"))
-    text[0] = text[0].removeprefix("\ufeff")
-    return text
+
+
+def read_lines(path: Path) -> list[str]:
+    """All lines of a text file (see iter_lines)."""
+    return list(iter_lines(path))
 
 
 @dataclass
@@ -92,6 +94,9 @@ class EncodedText:
     tgt: list[list[int]]
     empty: int = 0
     too_long: int = 0
+
+    def lengths(self) -> tuple[list[int], list[int]]:
+        return [len(s) for s in self.src], [len(t) for t in self.tgt]
 
 
 def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> EncodedText:
@@ -144,36 +149,38 @@ class Batch:
                      self.tgt_out.to(device, non_blocking=nb))
 
 
-def token_batches(src_lens: list[int], tgt_lens: list[int], batch_tokens: int,
-                  generator: torch.Generator | None = None) -> list[list[int]]:
+def token_batches(src_lens, tgt_lens, batch_tokens: int,
+                  generator: torch.Generator | None = None) -> list[np.ndarray]:
     """Group sentence indices into batches of at most `batch_tokens` padded tokens.
 
     Sentences are sorted by length (ties broken at random) so that a batch holds sentences of
     similar length and little padding; the batch order is then shuffled. The padded size of a
-    batch is sentences x (longest side + 1), the +1 for <eos>/<sos>.
+    batch is sentences x (longest side + 1), the +1 for <eos>/<sos>. Indices are kept in NumPy
+    arrays: a few bytes a sentence, for corpora of millions of pairs.
     """
+    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
     n = len(src_lens)
-    noise = torch.randperm(n, generator=generator).tolist() if generator else list(range(n))
-    order = sorted(range(n), key=lambda i: (tgt_lens[i], src_lens[i], noise[i]))
+    noise = torch.randperm(n, generator=generator).numpy() if generator else np.arange(n)
+    order = np.lexsort((noise, src_lens, tgt_lens))  # by target, then source length, then noise
     batches = group_by_budget(order, src_lens, tgt_lens, batch_tokens)
     if generator is not None:
-        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
     return batches
 
 
-def group_by_budget(order: list[int], src_lens: list[int], tgt_lens: list[int],
-                    batch_tokens: int) -> list[list[int]]:
+def group_by_budget(order, src_lens, tgt_lens, batch_tokens: int) -> list[np.ndarray]:
     """Cut `order` into consecutive batches of at most `batch_tokens` padded tokens."""
-    batches, current, longest = [], [], 0
-    for i in order:
-        size = max(src_lens[i], tgt_lens[i]) + 1
-        if current and (len(current) + 1) * max(longest, size) > batch_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
+    order = np.asarray(order, dtype=np.int64)
+    sizes = (np.maximum(np.asarray(src_lens), np.asarray(tgt_lens))[order] + 1).tolist()
+    cuts, count, longest = [], 0, 0
+    for position, size in enumerate(sizes):
+        if count and (count + 1) * max(longest, size) > batch_tokens:
+            cuts.append(position)
+            count, longest = 0, 0
+        count += 1
         longest = max(longest, size)
-    return batches + ([current] if current else [])
+    return np.split(order, cuts) if len(order) else []
 
 
-def make_batch(encoded: EncodedText, indices: list[int]) -> Batch:
+def make_batch(encoded: EncodedText, indices) -> Batch:
     return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices])

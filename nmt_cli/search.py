@@ -3,7 +3,9 @@
 Search sees only the model interface (start, decode_step, state.select), never a model family.
 Both searches run a batch of sentences at once; a sentence leaves the batch as soon as it is
 finished, so later steps only pay for the sentences still going. The output of a sentence has
-at most max_len_a * source length + max_len_b tokens.
+at most max_len_a * source length + max_len_b tokens, and at least min_len (<eos> is ruled
+out before that: with min_len equal to the limit every sentence takes the same number of
+steps, which makes decoding speed comparable across toolkits).
 """
 
 from __future__ import annotations
@@ -28,15 +30,17 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def never_special(logits: torch.Tensor) -> torch.Tensor:
-    """Logits with <pad> and <sos> ruled out: a translation never contains them."""
+def never_special(logits: torch.Tensor, allow_eos: bool = True) -> torch.Tensor:
+    """Logits with <pad> and <sos> ruled out: a translation never contains them; nor <eos>
+    while the output is shorter than its minimum length."""
     logits = logits.clone()
-    logits[:, [PAD_ID, SOS_ID]] = float("-inf")
+    logits[:, [PAD_ID, SOS_ID] if allow_eos else [PAD_ID, SOS_ID, EOS_ID]] = float("-inf")
     return logits
 
 
 @torch.inference_mode()
-def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor) -> list[list[int]]:
+def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
+                  min_len: int = 0) -> list[list[int]]:
     """Pick the most probable token at each step. Returns token ids without <sos>/<eos>."""
     state = model.start(src)
     alive = torch.arange(src.size(0), device=src.device)  # original rows still decoding
@@ -44,7 +48,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor) -> li
     outputs: list[list[int]] = [[] for _ in range(src.size(0))]
     for step in range(int(limits.max())):
         logits, state = model.decode_step(tokens, state)
-        tokens = never_special(logits).argmax(-1)  # (alive,)
+        tokens = never_special(logits, step >= min_len).argmax(-1)  # (alive,)
         done = (tokens == EOS_ID) | (step + 1 >= limits[alive])
         for row, token in zip(alive.tolist(), tokens.tolist()):
             if token != EOS_ID:
@@ -59,7 +63,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor) -> li
 
 @torch.inference_mode()
 def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_size: int,
-                alpha: float) -> list[list[int]]:
+                alpha: float, min_len: int = 0) -> list[list[int]]:
     """Keep the `beam_size` best partial translations of each sentence.
 
     A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
@@ -75,7 +79,8 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
     for step in range(int(limits.max())):
         logits, state = model.decode_step(last, state)
-        log_probs = torch.log_softmax(never_special(logits.float()), dim=-1)  # (n*k, vocab)
+        log_probs = torch.log_softmax(never_special(logits.float(), step >= min_len),
+                                      dim=-1)  # (n*k, vocab)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(alive), k * vocab)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
@@ -119,10 +124,10 @@ def finish(finished, alive, history, beams, tokens, top_scores, ends, alpha) -> 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:
     """Translate a padded source batch (batch, src_len) into lists of target ids."""
     limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
-    limits = limits.clamp(max=model.max_positions)
+    limits = limits.clamp(min=config.min_len).clamp(max=model.max_positions)
     if config.beam <= 1:
-        return greedy_search(model, src, limits)
-    return beam_search(model, src, limits, config.beam, config.alpha)
+        return greedy_search(model, src, limits, config.min_len)
+    return beam_search(model, src, limits, config.beam, config.alpha, config.min_len)
 
 
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,

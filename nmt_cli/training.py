@@ -10,11 +10,15 @@ greedy translations); the best weights by BLEU are kept. Progress is reported th
 A run can stop at any moment and go on exactly where it was: the training state holds the
 weights, optimizer moments, schedule, random states and the position in the epoch's batches.
 SIGINT/SIGTERM finish the current step, save, and raise `TrainingInterrupted`.
+
+Started by torchrun, the same loop trains data-parallel (see distributed.py): each rank takes its
+share of every batch, and only rank 0 writes the run directory, validates and reports.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 import signal
@@ -22,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,9 +34,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from . import checkpoint
+from . import checkpoint, distributed, shards
 from .config import (
     RUNS_DIR,
     Config,
@@ -44,9 +47,11 @@ from .config import (
 )
 from .data import EncodedText, ParallelText, encode_parallel, load_split, make_batch, token_batches
 from .evaluate import bleu
+from .loss import TeacherForcedLoss, output_cross_entropy
 from .models import build_model
+from .optim import fast_matmuls, make_optimizer, make_scaler, make_scheduler
 from .search import translate_ids
-from .tokenizer import PAD_ID, Tokenizer
+from .tokenizer import Tokenizer
 
 Event = dict[str, Any]
 
@@ -80,29 +85,6 @@ def prepare_run_dir(run_dir: Path) -> Path:
     except OSError as e:
         raise UserError(f"--run {run_dir}: cannot create directory ({e.strerror})") from None
     return run_dir
-
-
-def lr_factor(step: int, schedule: str, warmup_steps: int) -> float:
-    """Multiplier of the peak learning rate at `step` (0-based)."""
-    if schedule != "inverse_sqrt":
-        return 1.0
-    step, warmup = step + 1, max(warmup_steps, 1)
-    return min(step / warmup, math.sqrt(warmup / step))  # linear warmup, then 1/sqrt(step)
-
-
-def make_scheduler(optimizer: torch.optim.Optimizer, config: Config):
-    if config.train.schedule == "plateau":  # lower the rate when validation BLEU stalls
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="max", factor=config.train.plateau_factor,
-            patience=config.train.plateau_patience)
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, config.train.schedule, config.train.warmup_steps))
-
-
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0):
-    """Summed softmax cross-entropy over non-pad targets: logits (batch, len, vocab)."""
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1),
-                           ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
 
 
 @dataclass
@@ -145,19 +127,24 @@ class Trainer:
                  state: dict[str, Any] | None = None):
         """A new run, or with `state` (a loaded training state) the continuation of one."""
         resume = state is not None
-        self.config, self.run_dir, self.emit = config, run_dir, on_event
-        self.device = resolve_device(config.train.device)
+        device = resolve_device(config.train.device)
+        self.world = distributed.init(device.type)
+        self.device = distributed.device_for(self.world, device)
+        self.config, self.run_dir = config, run_dir
+        self.emit = on_event if self.world.is_main else (lambda event: None)
         seed_everything(config.train.seed)
         self.tokenizer, self.train_data, self.val_text, self.val_data = self.load_data(resume)
-        checkpoint.save_config(run_dir, config, self.tokenizer)
+        if self.world.is_main:
+            checkpoint.save_config(run_dir, config, self.tokenizer)
         self.model = build_model(config.model, self.tokenizer.src_vocab_size,
                                  self.tokenizer.tgt_vocab_size, self.tokenizer.joint)
         self.model.to(self.device)
-        t = config.train
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=t.lr, betas=(t.adam_beta1, t.adam_beta2), eps=t.adam_eps,
-            weight_decay=t.weight_decay)
+        fast_matmuls(self.device)
+        self.ddp = distributed.wrap(TeacherForcedLoss(self.model), self.world, self.device)
+        self.loss = torch.compile(self.ddp, dynamic=True) if config.train.compile else self.ddp
+        self.optimizer = make_optimizer(self.model, config, self.device)
         self.scheduler = make_scheduler(self.optimizer, config)
+        self.scaler = make_scaler(config, self.device)
         self.progress = Progress()
         if resume:
             self.restore(state)
@@ -167,47 +154,80 @@ class Trainer:
                    f"on {self.device.type}; {where}; run directory {run_dir}"})
 
     def load_data(self, resume: bool) -> tuple[Tokenizer, EncodedText, ParallelText, EncodedText]:
-        data = self.config.data
-        train_text = load_split(Path(data.data_dir), "train", data.src_lang, data.tgt_lang)
-        val_text = load_split(Path(data.data_dir), "val", data.src_lang, data.tgt_lang)
-        if not any(s.strip() and t.strip() for s, t in zip(train_text.src, train_text.tgt)):
-            raise UserError(f"{data.data_dir}: no usable training pairs (every pair has an "
-                            "empty side)")
-        tokenizer = (Tokenizer.load(self.run_dir) if resume else
-                     Tokenizer.train(train_text.src, train_text.tgt, self.config.tokenizer,
-                                     self.run_dir))
-        train = encode_parallel(train_text, tokenizer, data.max_len)
-        if not train.src:
-            raise UserError(f"{data.data_dir}: no usable training pairs (all empty or too long)")
+        """The tokenizer, encoded training pairs, and validation text and ids. A corpus made
+        by `nmt data prepare` brings its tokenizer and is read from its id files."""
+        data, data_dir = self.config.data, Path(self.config.data.data_dir)
+        prepared = shards.is_prepared(data_dir)
+        val_text = load_split(data_dir, "val", data.src_lang, data.tgt_lang)
+        if prepared:
+            train_text = None
+        else:
+            train_text = load_split(data_dir, "train", data.src_lang, data.tgt_lang)
+            if not any(s.strip() and t.strip() for s, t in zip(train_text.src, train_text.tgt)):
+                raise UserError(f"{data.data_dir}: no usable training pairs (every pair has an "
+                                "empty side)")
+        if not resume and self.world.is_main:  # the other ranks load what rank 0 made
+            if prepared:
+                shards.copy_tokenizer(data_dir, self.run_dir)
+            else:
+                Tokenizer.train(train_text.src, train_text.tgt, self.config.tokenizer,
+                                self.run_dir)
+        self.world.barrier()
+        tokenizer = Tokenizer.load(self.run_dir)
+        if prepared:
+            train = shards.open_prepared(data_dir, data.src_lang, data.tgt_lang)
+        else:
+            train = encode_parallel(train_text, tokenizer, data.max_len)
+            if not train.src:
+                raise UserError(f"{data.data_dir}: no usable training pairs (all empty or too "
+                                "long)")
         self.emit({"kind": "info", "message": f"train: {len(train.src):,} pairs kept, "
                    f"{train.empty:,} with an empty side skipped, {train.too_long:,} longer than "
-                   f"{data.max_len} tokens dropped"})
+                   f"{data.max_len} tokens dropped" + (" (prepared)" if prepared else "")})
         val = encode_parallel(val_text, tokenizer, self.config.model.max_positions)
         return tokenizer, train, val_text, val
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.config.train.seed * 100_003 + epoch)
-        return token_batches([len(s) for s in self.train_data.src],
-                             [len(t) for t in self.train_data.tgt],
-                             self.config.train.batch_tokens, generator)
+        return token_batches(*self.train_data.lengths(), self.config.train.batch_tokens,
+                             generator)
 
-    def train_step(self, indices: list[int]) -> tuple[float, int]:
-        """One update on one batch; returns the mean loss per target token and the count.
-        A NaN/inf loss or gradient skips the update (the loss comes back as NaN)."""
+    def train_step(self, batches: list[list[int]]) -> tuple[float, int]:
+        """One update on `batches` (train.accum of them per rank); returns the mean loss per
+        target token and the count. A NaN/inf loss or gradient skips the update (the loss
+        comes back as NaN)."""
         self.model.train()
-        batch = make_batch(self.train_data, indices).to(self.device)
-        tokens = batch.num_tgt_tokens
-        with mixed_precision(self.device, self.config.train.precision):
-            logits = self.model(batch.src, batch.tgt_in, self.config.train.teacher_forcing_ratio)
-        loss = cross_entropy(logits, batch.tgt_out, self.config.train.label_smoothing) / tokens
+        t = self.config.train
+        tokens = sum(len(self.train_data.tgt[i]) + 1 for b in batches for i in b)  # with <eos>
+        mine, counts = self.world.share(batches)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
-                                                   self.config.train.clip_norm)
+        total = torch.zeros((), device=self.device)
+        for n, indices in enumerate(mine):
+            batch = make_batch(self.train_data, indices).to(self.device)
+            last = n == len(mine) - 1  # ranks average their gradients after the last batch
+            with self.ddp.no_sync() if self.world.size > 1 and not last else nullcontext():
+                with mixed_precision(self.device, t.precision):
+                    loss_sum = self.loss(batch.src, batch.tgt_in, batch.tgt_out,
+                                         t.teacher_forcing_ratio, t.label_smoothing)
+                loss_sum = loss_sum if counts else loss_sum * 0.0
+                # DDP averages over N ranks: scaled by N, the average is the whole update's.
+                scaled = loss_sum * (self.world.size / tokens)
+                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+            total += loss_sum.detach()
+        loss = self.world.total(total) / tokens
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.clip_norm)
         if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+            if self.scaler:
+                self.scaler.update()  # a smaller loss scale next time
             self.optimizer.zero_grad(set_to_none=True)
             return float("nan"), tokens
-        self.optimizer.step()
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         if not isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
             self.scheduler.step()
         return loss.item(), tokens
@@ -217,13 +237,12 @@ class Trainer:
         """Loss and perplexity (no label smoothing), and BLEU of greedy translations."""
         self.model.eval()
         total_loss, total_tokens = 0.0, 0
-        for indices in token_batches([len(s) for s in self.val_data.src],
-                                     [len(t) for t in self.val_data.tgt],
-                                     self.config.train.batch_tokens):
+        for indices in token_batches(*self.val_data.lengths(), self.config.train.batch_tokens):
             batch = make_batch(self.val_data, indices).to(self.device)
             with mixed_precision(self.device, self.config.train.precision):
-                logits = self.model(batch.src, batch.tgt_in)
-            total_loss += cross_entropy(logits, batch.tgt_out).item()
+                features = self.model.features(batch.src, batch.tgt_in)
+                total_loss += output_cross_entropy(features, self.model.output_proj.weight,
+                                                   batch.tgt_out).item()
             total_tokens += batch.num_tgt_tokens
         loss = total_loss / max(total_tokens, 1)
         hypotheses = self.translate(self.val_text.src)
@@ -242,12 +261,15 @@ class Trainer:
 
     def save(self, best: bool) -> None:
         """Write the training state, then the weights; a failed write is reported and the
-        previous files stay as they were."""
+        previous files stay as they were. Only rank 0 writes."""
+        if not self.world.is_main:
+            return
         try:
             checkpoint.save_train_state(self.run_dir / checkpoint.TRAIN_STATE, {
                 "progress": asdict(self.progress), "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": checkpoint.capture_rng()})
+                "scheduler": self.scheduler.state_dict(), "rng": checkpoint.capture_rng(),
+                **({"scaler": self.scaler.state_dict()} if self.scaler else {})})
             checkpoint.save_weights(self.model, self.run_dir / checkpoint.LAST_WEIGHTS)
             if best:
                 checkpoint.save_weights(self.model, self.run_dir / checkpoint.BEST_WEIGHTS)
@@ -261,15 +283,23 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
             self.progress = Progress(**state["progress"])
+            if self.scaler and "scaler" in state:
+                self.scaler.load_state_dict(state["scaler"])
             checkpoint.restore_rng(state["rng"])
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             raise UserError(f"{self.run_dir / checkpoint.TRAIN_STATE}: does not match this run "
                             f"({type(e).__name__})") from None
-        checkpoint.truncate_metrics(self.run_dir, self.progress.step)
+        if self.world.is_main:
+            checkpoint.truncate_metrics(self.run_dir, self.progress.step)
+
+    def write_metrics(self, record: dict[str, Any]) -> None:
+        if self.world.is_main:
+            checkpoint.append_metrics(self.run_dir, record)
 
     def validate_and_save(self) -> bool:
-        """Validate, keep the best checkpoint; returns True when patience has run out."""
-        metrics = self.validate()
+        """Validate, keep the best checkpoint; returns True when patience has run out.
+        Rank 0 validates; the other ranks wait for its scores."""
+        metrics = self.world.from_main(self.validate() if self.world.is_main else None)
         p = self.progress
         p.validated_at = p.step
         improved = metrics["val_bleu"] > p.best_bleu
@@ -280,7 +310,7 @@ class Trainer:
         if isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
             self.scheduler.step(metrics["val_bleu"])
         record = {"kind": "validate", "step": p.step, **metrics, "best": improved}
-        checkpoint.append_metrics(self.run_dir, record)  # before the save: see truncate_metrics
+        self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
         self.emit(record)
         patience = self.config.train.patience
@@ -308,8 +338,7 @@ class Trainer:
             return
         p.bad_steps += 1
         p.skipped_steps += 1
-        checkpoint.append_metrics(self.run_dir, {"kind": "skipped", "step": p.step,
-                                                 "skipped_steps": p.skipped_steps})
+        self.write_metrics({"kind": "skipped", "step": p.step, "skipped_steps": p.skipped_steps})
         if p.bad_steps >= self.config.train.max_bad_steps:
             raise UserError(f"training diverged: {p.bad_steps} steps in a row with a NaN/inf "
                             f"loss or gradient (at step {p.step}); the last good checkpoint is "
@@ -332,10 +361,16 @@ class Trainer:
         started = time.monotonic() - p.train_time
         while not self.limit_reached():
             batches = self.epoch_batches(p.epoch)
+            per_update = t.accum * self.world.size
             while p.batch_in_epoch < len(batches):
-                loss, tokens = self.train_step(batches[p.batch_in_epoch])
-                p.batch_in_epoch += 1
+                update = batches[p.batch_in_epoch : p.batch_in_epoch + per_update]
+                loss, tokens = self.train_step(update)
+                p.batch_in_epoch += len(update)
                 p.train_time = time.monotonic() - started
+                if self.world.size > 1:  # stop together; agree on the time for max_time
+                    stop, p.train_time = self.world.maximum(float(bool(received)), p.train_time)
+                    if stop and not received:
+                        received.append(signal.SIGTERM)
                 self.check_step(loss)
                 if math.isfinite(loss):
                     p.step += 1
@@ -363,20 +398,23 @@ class Trainer:
         record = {"kind": "step", "step": p.step, "epoch": p.epoch + 1, "loss": loss,
                   "lr": self.optimizer.param_groups[0]["lr"], "tokens": tokens,
                   "tokens_per_s": speed, "elapsed": p.train_time}
-        checkpoint.append_metrics(self.run_dir, record)
+        self.write_metrics(record)
         self.emit({**record, "fraction": self.fraction_done(epoch_fraction)})
 
 
 def train(config: Config, run_dir: Path | None = None,
           on_event: Callable[[Event], None] | None = None) -> Path:
     """Train a model as `config` says; returns the run directory."""
-    run_dir = Path(run_dir or new_run_dir(config))
+    world = distributed.init(resolve_device(config.train.device).type)
+    run_dir = Path(world.from_main(str(run_dir or new_run_dir(config))))
     created = not run_dir.exists()
-    prepare_run_dir(run_dir)
+    if world.is_main:
+        prepare_run_dir(run_dir)
+    world.barrier()
     try:
         trainer = Trainer(config, run_dir, on_event or (lambda event: None))
     except BaseException:  # bad data or device: leave no half-made run behind
-        if created:
+        if created and world.is_main:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return trainer.run()
@@ -391,6 +429,7 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
     config, _ = checkpoint.read_config(run_dir)
     config = apply_overrides(config, overrides or {})
     state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
-    for leftover in run_dir.glob(".*.tmp"):  # a write cut short by a crash
-        leftover.unlink()
+    if int(os.environ.get("RANK", "0")) == 0:
+        for leftover in run_dir.glob(".*.tmp"):  # a write cut short by a crash
+            leftover.unlink()
     return Trainer(config, run_dir, on_event or (lambda event: None), state).run()

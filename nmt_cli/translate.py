@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from .checkpoint import BEST_WEIGHTS, Run, load_run
-from .config import DecodeConfig, mixed_precision, resolve_device
+from .config import DecodeConfig, UserError, mixed_precision, resolve_device
 from .search import translate_ids
 
 
@@ -20,11 +23,17 @@ class Translator:
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
     @classmethod
-    def from_run(cls, run_dir: Path | str, device: str = "auto",
-                 weights: str = BEST_WEIGHTS) -> Translator:
-        """Load a run's best weights (or `weights`, e.g. last.safetensors) onto `device`."""
+    def from_run(cls, run_dir: Path | str, device: str = "auto", weights: str = BEST_WEIGHTS,
+                 quantize: str = "none") -> Translator:
+        """Load a run's best weights (or `weights`, e.g. last.safetensors) onto `device`;
+        quantize="int8" stores the linear layers' weights in int8 (CPU only)."""
         resolved = resolve_device(device)
-        return cls(load_run(Path(run_dir), resolved, weights), resolved)
+        run = load_run(Path(run_dir), resolved, weights)
+        if quantize == "int8":
+            run = dataclasses.replace(run, model=quantize_int8(run.model, resolved))
+        elif quantize != "none":
+            raise UserError(f"--quantize must be none or int8 (got {quantize!r})")
+        return cls(run, resolved)
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
@@ -51,3 +60,15 @@ class Translator:
                 chunk = []
         if chunk:
             yield from self.translate(chunk, config)
+
+
+def quantize_int8(model: nn.Module, device: torch.device) -> nn.Module:
+    """Dynamic int8 quantization for CPU inference: every nn.Linear keeps its weights in int8
+    and quantizes its input on the fly; embeddings, GRUs and norms stay in float32."""
+    if device.type != "cpu":
+        raise UserError("--quantize int8 runs on the CPU only; add --device cpu")
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)

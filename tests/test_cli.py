@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from nmt_cli.cli import app
+from nmt_cli.config import DecodeConfig
+from nmt_cli.translate import Translator
 
 from conftest import write_corpus
 
@@ -65,6 +68,19 @@ def test_translate_text_file_and_stdin(trained_run, tmp_path):
                                 input="\n".join(lines) + "\n")
     assert result.exit_code == 0
     assert result.stdout.split("\n")[:-1] == from_file
+
+
+def test_int8_quantization_replaces_linear_layers_and_still_translates(trained_run):
+    translator = Translator.from_run(trained_run, device="cpu", quantize="int8")
+    quantized = [m for m in translator.run.model.modules()
+                 if type(m).__module__.startswith("torch.ao.nn.quantized")]
+    assert quantized and not any(type(m) is torch.nn.Linear
+                                 for m in translator.run.model.modules())
+    lines = ["A small test.", "The computer is new."]
+    outputs = translator.translate(lines, DecodeConfig(beam=2, device="cpu"))
+    assert len(outputs) == 2 and all(outputs)
+    result = invoke("translate", "--run", str(trained_run), "--quantize", "int8", "Hello.")
+    assert result.exit_code == 0 and result.stdout.strip()
 
 
 def test_eval_bleu_equals_the_sacrebleu_command(trained_run, small_corpus, tmp_path):

@@ -213,18 +213,18 @@ def test_damaged_files_are_one_line_errors(reference, tmp_path, damage):
 def test_nan_steps_are_skipped_then_training_stops(corpus, tmp_path):
     config = tiny_config(corpus, 40, **{"train.max_bad_steps": 3})
     trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
-    forward = trainer.model.forward
+    features = trainer.model.features
     poisoned = {6, 10, 11, 12}  # training forwards: one bad step alone, then three in a row
     calls = []
 
     def sometimes_nan(*args):
-        logits = forward(*args)
+        out = features(*args)
         if not trainer.model.training:  # validation
-            return logits
+            return out
         calls.append(1)
-        return logits * float("nan") if len(calls) in poisoned else logits
+        return out * float("nan") if len(calls) in poisoned else out
 
-    trainer.model.forward = sometimes_nan
+    trainer.model.features = sometimes_nan
     before = {}
 
     def snapshot(event):

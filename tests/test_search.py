@@ -103,3 +103,15 @@ def test_output_length_never_exceeds_what_the_model_can_position():
     src = random_tokens(1, 11, seed=5)  # 11 tokens + <eos> fill the encoder's positions
     out = search(model, src, DecodeConfig(beam=1, max_len_a=3.0, max_len_b=10))
     assert len(out[0]) <= 12
+
+
+def test_min_len_rules_out_eos_until_the_minimum_and_can_force_an_exact_length():
+    # After B, <eos> has p 1.0: without a minimum both searches stop after one token.
+    table = {SOS_ID: {B: 1.0}, B: {EOS_ID: 0.9, B: 0.1}}
+    model, src = TableModel(table), torch.tensor([[A] * 9, [A, A] + [PAD_ID] * 7])
+    for beam in (1, 3):
+        assert search(model, src, DecodeConfig(beam=beam)) == [[B], [B]]
+        at_least = search(model, src, DecodeConfig(beam=beam, min_len=4))
+        assert at_least == [[B] * 4, [B] * 4]
+        exact = DecodeConfig(beam=beam, min_len=6, max_len_a=0.0, max_len_b=6)
+        assert search(model, src, exact) == [[B] * 6, [B] * 6]

@@ -8,7 +8,8 @@ import torch
 from nmt_cli import Translator, preset
 from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
 from nmt_cli.config import DecodeConfig, apply_overrides
-from nmt_cli.training import Trainer, lr_factor, prepare_run_dir
+from nmt_cli.optim import lr_factor
+from nmt_cli.training import Trainer, prepare_run_dir
 
 
 def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
@@ -72,15 +73,36 @@ def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tm
     assert any("early stopping" in e.get("message", "") for e in events)
 
 
-def test_bf16_autocast_on_cpu_trains_like_fp32(small_corpus, tmp_path):
+def test_bf16_and_fp16_autocast_train_like_fp32(small_corpus, tmp_path):
     losses = {}
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", "bf16", "fp16"):
         config = apply_overrides(preset("transformer"), {
             "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
             "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "model.dropout": 0.0,
             "train.precision": precision})
         trainer = Trainer(config, prepare_run_dir(tmp_path / precision), lambda e: None)
         batches = trainer.epoch_batches(0)
-        losses[precision] = [trainer.train_step(b)[0] for b in batches[:5]]
-    assert losses["fp32"] != losses["bf16"]  # bf16 really ran
+        losses[precision] = [trainer.train_step([b])[0] for b in batches[:5]]
+        if precision == "fp16":  # float16 needs loss scaling; the scale is saved with the run
+            assert trainer.scaler is not None and trainer.scaler.get_scale() > 1
+            trainer.save(best=False)
+            assert "scaler" in load_train_state(trainer.run_dir / "train_state.pt")
+    assert losses["fp32"] != losses["bf16"] != losses["fp16"]  # the autocasts really ran
     assert losses["bf16"] == pytest.approx(losses["fp32"], rel=2e-2)
+    assert losses["fp16"] == pytest.approx(losses["fp32"], rel=2e-2)
+
+
+def test_accumulating_two_batches_is_one_update_on_both(small_corpus, tmp_path):
+    grads = {}
+    for name, accum in (("one", 1), ("two", 2)):
+        config = apply_overrides(preset("transformer"), {
+            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
+            "tokenizer.vocab_size": 300, "train.batch_tokens": 512, "model.dropout": 0.0,
+            "train.accum": accum})
+        trainer = Trainer(config, prepare_run_dir(tmp_path / name), lambda e: None)
+        first, second = trainer.epoch_batches(0)[:2]
+        update = [[*first, *second]] if accum == 1 else [first, second]
+        loss, tokens = trainer.train_step(update)
+        grads[name] = (loss, tokens, [p.grad.clone() for p in trainer.model.parameters()])
+    assert grads["one"][:2] == pytest.approx(grads["two"][:2], rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads["one"][2], grads["two"][2]))

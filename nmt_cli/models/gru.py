@@ -80,12 +80,15 @@ class GRUSeq2Seq(Seq2Seq):
         hidden = torch.tanh(self.bridge(mean))
         return GRUState(hidden, memory, self.score.project_keys(memory), src_mask)
 
-    def output(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """Logits from the decoder state and the context vector: (..., d) -> (..., vocab)."""
-        attentional = torch.tanh(self.combine(torch.cat([hidden, context], dim=-1)))
-        return self.output_proj(self.dropout(attentional))
+    def attentional(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Output features from the decoder state and the context vector: (..., d)."""
+        return self.dropout(torch.tanh(self.combine(torch.cat([hidden, context], dim=-1))))
 
     def decode_step(self, prev_tokens: torch.Tensor, state: GRUState):
+        features, state = self.step_features(prev_tokens, state)
+        return self.output_proj(features), state  # logits: (batch, vocab)
+
+    def step_features(self, prev_tokens: torch.Tensor, state: GRUState):
         embedded = self.dropout(self.tgt_embedding(prev_tokens)).unsqueeze(1)  # (batch, 1, d)
         hidden = state.hidden.unsqueeze(0)  # (1, batch, d)
         if self.feeds_context:  # Bahdanau: attend with s_{t-1}, then step the GRU
@@ -97,39 +100,39 @@ class GRUSeq2Seq(Seq2Seq):
             scores = self.score(hidden.transpose(0, 1), state.keys)  # (batch, 1, src_len)
             context, weights = attend_with_scores(scores, state.memory, state.src_mask)
         hidden = hidden.squeeze(0)  # (batch, d)
-        logits = self.output(hidden, context.squeeze(1))  # (batch, vocab)
-        return logits, GRUState(hidden, state.memory, state.keys, state.src_mask, weights)
+        features = self.attentional(hidden, context.squeeze(1))  # (batch, d)
+        return features, GRUState(hidden, state.memory, state.keys, state.src_mask, weights)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
-                teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+    def features(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                 teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
         state = self.start(src)
         if not self.feeds_context and teacher_forcing_ratio >= 1.0:
-            return self.forward_parallel(tgt_in, state)
-        logits, tokens = [], tgt_in[:, 0]
+            return self.features_parallel(tgt_in, state)
+        features, tokens = [], tgt_in[:, 0]
         for t in range(tgt_in.size(1)):
             if t > 0 and teacher_forcing_ratio < 1.0:  # feed back the model's own guess
                 use_reference = torch.rand(tgt_in.size(0), device=tgt_in.device)
-                tokens = torch.where(use_reference < teacher_forcing_ratio, tgt_in[:, t],
-                                     logits[-1].argmax(-1))
+                guess = self.output_proj(features[-1]).argmax(-1)
+                tokens = torch.where(use_reference < teacher_forcing_ratio, tgt_in[:, t], guess)
             elif t > 0:
                 tokens = tgt_in[:, t]
-            step_logits, state = self.decode_step(tokens, state)
-            logits.append(step_logits)
-        return torch.stack(logits, dim=1)  # (batch, tgt_len, vocab)
+            step, state = self.step_features(tokens, state)
+            features.append(step)
+        return torch.stack(features, dim=1)  # (batch, tgt_len, d)
 
-    def forward_parallel(self, tgt_in: torch.Tensor, state: GRUState) -> torch.Tensor:
+    def features_parallel(self, tgt_in: torch.Tensor, state: GRUState) -> torch.Tensor:
         """Luong attention under teacher forcing: the GRU runs over all positions at once."""
         embedded = self.dropout(self.tgt_embedding(tgt_in))  # (batch, tgt_len, d)
         hiddens, _ = run_gru(self.decoder_rnn, embedded,
                              state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
         scores = self.score(hiddens, state.keys)  # (batch, tgt_len, src_len)
         context, _ = attend_with_scores(scores, state.memory, state.src_mask)
-        return self.output(hiddens, context)
+        return self.attentional(hiddens, context)
 
     def attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Attention weights of every target step over the source: (batch, tgt_len, src_len)."""
         state, weights = self.start(src), []
         for t in range(tgt_in.size(1)):
-            _, state = self.decode_step(tgt_in[:, t], state)
+            _, state = self.step_features(tgt_in[:, t], state)
             weights.append(state.weights)
         return torch.cat(weights, dim=1)

@@ -185,10 +185,10 @@ class Transformer(Seq2Seq):
         for layer in self.decoder_layers:
             x, layer_weights = layer(x, memory, src_mask, need_weights)
             weights.append(layer_weights)
-        return self.output_proj(self.decoder_norm(x)), weights
+        return self.decoder_norm(x), weights  # features: (batch, tgt_len, d_model)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
-                teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+    def features(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                 teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
         """Teacher forcing only: every position reads the reference prefix (ratio 1)."""
         return self.decode(tgt_in, self.encode(src), padding_mask(src))[0]
 

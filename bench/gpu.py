@@ -1,0 +1,134 @@
+"""GPU throughput of the `base` preset: tokens/s, model FLOP utilisation, memory, decoding.
+
+On a machine with an NVIDIA GPU (nothing is installed; the project's environment is used):
+
+    python bench/gpu.py              # or: bash bench/gpu.sh
+
+trains the `base` Transformer (6+6 layers, d512, 8 heads, ff 2048; vocabulary 8,000 here, as
+Multi30k is too small for 32,000) on Multi30k en-de in bf16, eager and with torch.compile, and
+prints one table: target tokens/s, MFU (model FLOPs per second over the card's dense bf16
+peak), peak GPU memory, then decoding sentences/s of test_2016_flickr, greedy and beam 5.
+Model FLOPs count the matrix products of the forward and backward passes (3x forward): the
+linear layers, the output projection, and the attention scores and weighted sums.
+`--device cpu --steps 2` runs the same code on a CPU as a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12,
+             "A10": 125e12, "4090": 165e12}  # dense bf16 FLOP/s
+
+
+def peak_flops(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((flops for key, flops in PEAK_BF16.items() if key in name), None)
+
+
+def step_flops(config, batch) -> float:
+    """Matrix-product FLOPs of one training step (forward + backward = 3 x forward)."""
+    m = config.model
+    d, ff, vocab = m.d_model, m.d_ff, config.tokenizer.vocab_size
+    src_tokens = int((batch.src != 0).sum())
+    tgt_tokens = int((batch.tgt_out != 0).sum())
+    s, t = batch.src.size(1), batch.tgt_in.size(1)
+    encoder = m.num_encoder_layers * src_tokens * (2 * (4 * d * d + 2 * d * ff) + 4 * s * d)
+    decoder = m.num_decoder_layers * tgt_tokens * (2 * (8 * d * d + 2 * d * ff)
+                                                   + 4 * t * d + 4 * s * d)
+    output = tgt_tokens * 2 * d * vocab
+    return 3.0 * (encoder + decoder + output)
+
+
+def train_speed(compiled: bool, device: str, steps: int) -> dict:
+    from nmt_cli.config import apply_overrides, preset
+    from nmt_cli.data import make_batch
+    from nmt_cli.training import Trainer, prepare_run_dir
+
+    config = apply_overrides(preset("base"), {
+        "data.data_dir": str(MULTI30K), "tokenizer.vocab_size": 8000,
+        "tokenizer.model_type": "unigram", "train.device": device, "train.precision": "bf16",
+        "train.compile": compiled, "train.accum": 1})
+    trainer = Trainer(config, prepare_run_dir(Path(tempfile.mkdtemp()) / "run"), lambda e: None)
+    batches = trainer.epoch_batches(0)
+    warmup = 5 if compiled else 3
+    for indices in batches[:warmup]:
+        trainer.train_step([indices])
+    if trainer.device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    tokens, flops, start = 0, 0.0, time.perf_counter()
+    for indices in batches[warmup : warmup + steps]:
+        tokens += trainer.train_step([indices])[1]
+        flops += step_flops(config, make_batch(trainer.train_data, indices))
+    if trainer.device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    peak = peak_flops(trainer.device)
+    memory = (torch.cuda.max_memory_allocated() / 2**30 if trainer.device.type == "cuda"
+              else float("nan"))
+    return {"tokens_per_s": tokens / seconds, "mfu": flops / seconds / peak if peak else None,
+            "peak_memory_gib": memory, "run_dir": str(trainer.run_dir)}
+
+
+def decode_speed(run_dir: str, device: str, count: int) -> dict:
+    from nmt_cli.config import DecodeConfig
+    from nmt_cli.data import read_lines
+    from nmt_cli.translate import Translator
+
+    lines = read_lines(MULTI30K / "test_2016_flickr.en.gz")[:count]
+    translator = Translator.from_run(run_dir, device=device, weights="last.safetensors")
+    result = {}
+    for name, beam in (("greedy", 1), ("beam5", 5)):
+        config = DecodeConfig(beam=beam, device=device, batch_size=128, precision="bf16")
+        translator.translate(lines[:64], config)  # warm-up
+        start = time.perf_counter()
+        translator.translate(lines, config)
+        if translator.device.type == "cuda":
+            torch.cuda.synchronize()
+        result[name] = len(lines) / (time.perf_counter() - start)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("bench/gpu.py: no CUDA GPU here (use --device cpu for a smoke test)")
+    results = {}
+    for compiled in (False, True):
+        name = "base, bf16" + (", --compile" if compiled else "")
+        results[name] = train_speed(compiled, args.device, args.steps)
+        print(name, json.dumps(results[name]), file=sys.stderr, flush=True)
+    decoding = decode_speed(results["base, bf16"]["run_dir"], args.device, args.sentences)
+    card = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    print(f"\n{card}; Multi30k en-de; `base` preset, vocabulary 8,000\n")
+    print("| run | target tok/s | MFU | peak memory |")
+    print("| --- | --- | --- | --- |")
+    for name, r in results.items():
+        mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] else "-"
+        print(f"| {name} | {r['tokens_per_s']:,.0f} | {mfu} | {r['peak_memory_gib']:.1f} GiB |")
+    print(f"\ndecoding test_2016_flickr ({args.sentences} sentences, bf16, batches of 128): "
+          f"greedy {decoding['greedy']:.0f} sentences/s, beam 5 {decoding['beam5']:.0f}")
+    if args.json:
+        args.json.write_text(json.dumps({"train": results, "decode": decoding}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Quality at a time budget: train each Multi30k preset, then score test_2016_flickr.
+
+Each preset trains for its own budget (train.max_time, 60 minutes) on Multi30k en-de, selecting
+on val; then the best weights translate test_2016_flickr with beam 5 and with greedy search, and
+sacreBLEU scores the detokenized output against the raw references: BLEU (cased, 13a), chrF2,
+and lowercased BLEU for comparison with published results. Decoding time is end to end
+(loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
+
+    python bench/quality.py [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
+                            [--score-only] [--json FILE]
+
+--score-only scores runs already trained under bench/out/quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+OUT = ROOT / "bench" / "out" / "quality"
+PRESETS = ("multi30k-transformer", "multi30k-gru")
+# bf16 autocast pays off on CPUs with bf16 matrix units (AMX, as here); the GRU recurrence
+# runs in fp32 anyway.
+EXTRA = {"multi30k-transformer": ["--set", "train.precision=bf16"]}
+
+
+def train(preset: str, run_dir: Path, max_time: str | None) -> float:
+    command = [sys.executable, "-m", "nmt_cli", "train", "--preset", preset,
+               "--data", str(MULTI30K), "--run", str(run_dir), *EXTRA.get(preset, [])]
+    if max_time:
+        command += ["--max-time", max_time]
+    start = time.perf_counter()
+    with open(run_dir.with_suffix(".log"), "w") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def score(run_dir: Path) -> dict:
+    from nmt_cli.config import DecodeConfig
+    from nmt_cli.data import read_lines
+    from nmt_cli.evaluate import evaluate
+    from nmt_cli.translate import Translator
+
+    sources = read_lines(MULTI30K / "test_2016_flickr.en.gz")
+    references = read_lines(MULTI30K / "test_2016_flickr.de.gz")
+    steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    last = [s for s in steps if s["kind"] == "step"][-1]
+    best_val = max((s["val_bleu"] for s in steps if s["kind"] == "validate"), default=None)
+    result = {"steps": last["step"], "epochs": last["epoch"],
+              "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val}
+    for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
+                                 ("beam5_int8", 5, "int8")):
+        start = time.perf_counter()
+        translator = Translator.from_run(run_dir, device="cpu", quantize=quantize)
+        hypotheses = translator.translate(sources, DecodeConfig(beam=beam, device="cpu"))
+        seconds = time.perf_counter() - start
+        (run_dir / f"test_2016_flickr.{name}.de").write_text("\n".join(hypotheses) + "\n")
+        bleu, chrf = evaluate(hypotheses, references, ("bleu", "chrf"))
+        result[name] = {"bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+                        "bleu_lc": round(evaluate(hypotheses, references, ("bleu",),
+                                                  lowercase=True)[0].score, 2),
+                        "seconds": round(seconds, 1),
+                        "sentences_per_s": round(len(sources) / seconds, 1),
+                        "signature": bleu.signature}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
+    parser.add_argument("--max-time", help="override the presets' budget, e.g. 20m")
+    parser.add_argument("--score-only", action="store_true")
+    parser.add_argument("--json", type=Path, default=OUT / "quality.json")
+    args = parser.parse_args()
+    if not MULTI30K.is_dir():
+        sys.exit(f"error: {MULTI30K} not found (the Multi30k mirror beside the project)")
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    OUT.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for preset in args.presets:
+        run_dir = OUT / preset
+        result = {"preset": preset}
+        if not args.score_only:
+            if run_dir.exists():
+                sys.exit(f"error: {run_dir} exists; remove it or pass --score-only")
+            result["wall_minutes"] = round(train(preset, run_dir, args.max_time) / 60, 1)
+        result.update(score(run_dir))
+        results[preset] = result
+        print(json.dumps(result), flush=True)
+    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    print("\n| preset | steps | epochs | minutes | BLEU beam 5 | chrF2 | BLEU lc | BLEU greedy "
+          "| BLEU beam 5 int8 | beam 5 sent/s (int8) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in results.values():
+        print(f"| {r['preset']} | {r['steps']:,} | {r['epochs']} | {r['train_minutes']} "
+              f"| {r['beam5']['bleu']:.2f} | {r['beam5']['chrf']:.2f} "
+              f"| {r['beam5']['bleu_lc']:.2f} "
+              f"| {r['greedy']['bleu']:.2f} | {r['beam5_int8']['bleu']:.2f} "
+              f"| {r['beam5']['sentences_per_s']} ({r['beam5_int8']['sentences_per_s']}) |")
+
+
+if __name__ == "__main__":
+    main()

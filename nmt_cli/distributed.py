@@ -1,0 +1,107 @@
+"""Data-parallel training over several processes with torch.distributed, started by torchrun.
+
+    torchrun --nproc_per_node=N -m nmt_cli train ...      (one machine, N processes)
+    torchrun --nnodes=M --nproc_per_node=N --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT \\
+        -m nmt_cli train ...                              (M machines)
+
+torchrun sets RANK, LOCAL_RANK and WORLD_SIZE for each process. Every process (rank) holds a
+copy of the model. The epoch's list of token-count batches is the same for any number of ranks
+N; an update takes N x train.accum consecutive batches, and rank r trains on batches r, r + N,
+... of them. DistributedDataParallel averages the gradients during the backward pass, so all
+copies take the same update, the one a single process would take with train.accum multiplied
+by N. Rank 0 alone writes the run directory and validates; the others wait for its result.
+NCCL connects GPUs, gloo CPUs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+TIMEOUT = timedelta(minutes=30)  # longest wait for another rank (validation included)
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def share(self, batches: list[list[int]]) -> tuple[list[list[int]], bool]:
+        """This rank's batches of an update. When an epoch's last update has fewer batches than
+        ranks, a rank left without one runs the first with no weight (returned False), so that
+        every rank still joins the gradient averaging."""
+        mine = batches[self.rank :: self.size]
+        return (mine, True) if mine else (batches[:1], False)
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            dist.barrier()
+
+    def from_main(self, value: Any) -> Any:
+        """Rank 0's `value`, on every rank."""
+        if self.size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def maximum(self, *values: float) -> list[float]:
+        """Element-wise maximum over ranks (e.g. of a stop flag and the elapsed time)."""
+        if self.size == 1:
+            return list(values)
+        tensor = torch.tensor(values, dtype=torch.float64)
+        if dist.get_backend() == "nccl":
+            tensor = tensor.cuda()
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tensor.tolist()
+
+    def total(self, value: torch.Tensor) -> torch.Tensor:
+        """Sum of a scalar tensor over ranks."""
+        if self.size > 1:
+            value = value.detach().clone()
+            dist.all_reduce(value)
+        return value
+
+
+def init(device_type: str) -> World:
+    """Join the process group that torchrun describes; a lone process gets World()."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size == 1:
+        return World()
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device_type == "cuda" else "gloo", timeout=TIMEOUT)
+    return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def device_for(world: World, device: torch.device) -> torch.device:
+    """Each rank on a CUDA machine takes the GPU of its local rank."""
+    if device.type == "cuda" and world.size > 1:
+        torch.cuda.set_device(world.local_rank)
+        return torch.device("cuda", world.local_rank)
+    return device
+
+
+def wrap(module: torch.nn.Module, world: World, device: torch.device) -> torch.nn.Module:
+    """DistributedDataParallel around `module` when there are several ranks."""
+    if world.size == 1:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
+
+    ids = [device.index] if device.type == "cuda" else None
+    # The only buffers (positional encodings) never change: no need to send them each step.
+    return DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
+
+
+def close() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,104 @@
+"""The softmax output layer with its cross-entropy loss, computed a slice of positions at a time.
+
+For decoder features h (one row per target position) and the output matrix W (vocab x d):
+
+    logits = h W^T,   p = softmax(logits),   loss = sum over positions of CE(p, target)
+
+with label smoothing eps: CE = (1 - eps) * -log p[target] + eps * mean over the vocabulary of
+-log p. Padding positions are left out before the projection, so they cost nothing.
+
+The logits of a whole batch are large (4,096 positions x 8,000 words is 131 MB in float32, and
+the softmax and its gradient need as much again each). `output_cross_entropy` never holds more
+than one slice of them: during training it computes each slice's loss and, in the same pass,
+its gradients with respect to h and W (through torch's fused cross-entropy and its backward),
+keeps those small gradients, and frees the slice. The backward pass then only scales them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .tokenizer import PAD_ID
+
+SLICE_ELEMENTS = 2**22  # logits per slice: 4M floats, 16 MB in float32
+
+
+def _rows_per_slice(vocab: int) -> int:
+    return max(1, SLICE_ELEMENTS // vocab)
+
+
+def _real_positions(features: torch.Tensor, targets: torch.Tensor):
+    """Rows of `features` (flattened to positions) whose target is not padding."""
+    flat_targets = targets.reshape(-1)
+    rows = (flat_targets != PAD_ID).nonzero().squeeze(1)
+    flat = features.reshape(-1, features.size(-1))
+    return rows, flat.index_select(0, rows), flat_targets.index_select(0, rows)
+
+
+class _OutputLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, features, weight, targets, label_smoothing):
+        rows, h, y = _real_positions(features.detach(), targets)
+        w = weight.detach().requires_grad_()
+        grad_h, grad_w = torch.empty_like(h), torch.zeros_like(w)
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        step = _rows_per_slice(w.size(0))
+        for start in range(0, h.size(0), step):
+            h_slice = h[start : start + step].detach().requires_grad_()
+            with torch.enable_grad():
+                logits = F.linear(h_slice, w).float()
+                loss = F.cross_entropy(logits, y[start : start + step], reduction="sum",
+                                       label_smoothing=label_smoothing)
+                g_h, g_w = torch.autograd.grad(loss, (h_slice, w))
+            grad_h[start : start + step] = g_h
+            grad_w += g_w
+            total += loss.detach()
+        ctx.save_for_backward(rows, grad_h, grad_w)
+        ctx.features_shape, ctx.features_dtype = features.shape, features.dtype
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_total):
+        rows, grad_h, grad_w = ctx.saved_tensors
+        d = ctx.features_shape[-1]
+        grad_features = torch.zeros(ctx.features_shape.numel() // d, d, dtype=grad_h.dtype,
+                                    device=grad_h.device)
+        grad_features.index_copy_(0, rows, grad_h * grad_total)
+        grad_features = grad_features.view(ctx.features_shape).to(ctx.features_dtype)
+        return grad_features, grad_w * grad_total, None, None
+
+
+def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                         label_smoothing: float = 0.0) -> torch.Tensor:
+    """Summed cross-entropy of softmax(features W^T) over non-pad targets.
+
+    features (..., d), weight (vocab, d), targets (...) -> a float32 scalar. Equal to
+    F.cross_entropy(features @ W.T, targets, ignore_index=PAD_ID, reduction="sum",
+    label_smoothing=...), with the same gradients, in a fraction of the memory."""
+    if torch.is_grad_enabled() and (features.requires_grad or weight.requires_grad):
+        return _OutputLoss.apply(features, weight, targets, label_smoothing)
+    _, h, y = _real_positions(features, targets)
+    step = _rows_per_slice(weight.size(0))
+    total = torch.zeros((), dtype=torch.float32, device=h.device)
+    for start in range(0, h.size(0), step):
+        logits = F.linear(h[start : start + step], weight).float()
+        total += F.cross_entropy(logits, y[start : start + step], reduction="sum",
+                                 label_smoothing=label_smoothing)
+    return total
+
+
+class TeacherForcedLoss(nn.Module):
+    """A model and its summed output loss as one module: the unit DistributedDataParallel wraps
+    (its gradient averaging hooks in through the wrapped module's forward)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
+                teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
+        features = self.model.features(src, tgt_in, teacher_forcing_ratio)
+        return output_cross_entropy(features, self.model.output_proj.weight, tgt_out,
+                                    label_smoothing)

@@ -1,0 +1,56 @@
+"""The sliced output layer + cross-entropy equals the plain one, in value and in gradients."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmt_cli import loss as loss_module
+from nmt_cli.loss import output_cross_entropy
+from nmt_cli.tokenizer import PAD_ID
+
+
+def problem(seed: int = 0, batch: int = 5, length: int = 7, d: int = 16, vocab: int = 50):
+    generator = torch.Generator().manual_seed(seed)
+    features = torch.randn(batch, length, d, generator=generator, requires_grad=True)
+    weight = torch.randn(vocab, d, generator=generator, requires_grad=True)
+    targets = torch.randint(4, vocab, (batch, length), generator=generator)
+    targets[1, 3:] = PAD_ID
+    targets[4, 1:] = PAD_ID
+    return features, weight, targets
+
+
+def plain(features, weight, targets, label_smoothing):
+    logits = features @ weight.T
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                           ignore_index=PAD_ID, label_smoothing=label_smoothing,
+                           reduction="sum")
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("slice_elements", [50, 120, 2**22])  # 1 row, 2 rows, all at once
+def test_sliced_loss_and_gradients_equal_the_plain_computation(monkeypatch, label_smoothing,
+                                                                slice_elements):
+    monkeypatch.setattr(loss_module, "SLICE_ELEMENTS", slice_elements)
+    features, weight, targets = problem()
+    expected = plain(features, weight, targets, label_smoothing)
+    expected_grads = torch.autograd.grad(2.5 * expected, (features, weight))
+    got = output_cross_entropy(features, weight, targets, label_smoothing)
+    got_grads = torch.autograd.grad(2.5 * got, (features, weight))
+    assert torch.allclose(got, expected, rtol=1e-5)
+    for g, e in zip(got_grads, expected_grads):
+        assert torch.allclose(g, e, atol=1e-5)
+    assert got_grads[0][1, 3:].abs().sum() == 0  # padding positions get no gradient
+    with torch.no_grad():
+        assert torch.allclose(output_cross_entropy(features, weight, targets, label_smoothing),
+                              expected, rtol=1e-5)
+
+
+def test_sliced_loss_under_bf16_autocast_stays_close_to_float32():
+    features, weight, targets = problem(seed=1)
+    expected = plain(features, weight, targets, 0.1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = output_cross_entropy(features, weight, targets, 0.1)
+    got.backward()
+    assert got.dtype == torch.float32
+    assert abs(got.item() - expected.item()) / expected.item() < 0.02
+    assert features.grad.dtype == torch.float32 and weight.grad.dtype == torch.float32

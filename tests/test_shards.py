@@ -1,0 +1,86 @@
+"""Prepared corpora: ids written once, read back exactly, trained on like the text."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nmt_cli.config import UserError, apply_overrides, preset
+from nmt_cli.data import encode_parallel, load_split
+from nmt_cli.shards import is_prepared, open_prepared, prepare
+from nmt_cli.tokenizer import Tokenizer
+from nmt_cli.training import Trainer, prepare_run_dir
+
+from conftest import read_sample, write_corpus
+
+SETTINGS = {"model.d_model": 32, "model.num_heads": 4, "model.num_encoder_layers": 1,
+            "model.num_decoder_layers": 1, "model.d_ff": 64, "tokenizer.vocab_size": 300,
+            "train.batch_tokens": 600, "data.max_len": 30}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus"), {
+        "train": (read_sample("train", "en", 300) + [""], read_sample("train", "de", 300) + ["x"]),
+        "val": (read_sample("val", "en", 10), read_sample("val", "de", 10))})
+
+
+@pytest.fixture(scope="module")
+def prepared(corpus, tmp_path_factory):
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    out = tmp_path_factory.mktemp("prepared")
+    prepare(corpus, out, "en", "de", config.tokenizer, config.data.max_len)
+    return out
+
+
+def test_prepared_ids_read_back_exactly_what_encoding_the_text_gives(corpus, prepared):
+    text = load_split(corpus, "train", "en", "de")
+    expected = encode_parallel(text, Tokenizer.load(prepared), 30)
+    mapped = open_prepared(prepared, "en", "de")
+    assert len(mapped.src) == len(expected.src) == 300 - expected.too_long
+    assert [mapped.src[i] for i in range(len(mapped.src))] == expected.src
+    assert [mapped.tgt[i] for i in range(len(mapped.tgt))] == expected.tgt
+    assert mapped.empty == expected.empty == 1
+    assert list(mapped.src_lengths) == [len(s) for s in expected.src]
+
+
+def test_training_from_prepared_ids_equals_training_from_text(corpus, prepared, tmp_path):
+    losses = {}
+    for name, data in (("text", corpus), ("prepared", prepared)):
+        config = apply_overrides(preset("transformer"), {
+            **SETTINGS, "data.data_dir": str(data), "train.max_steps": 4})
+        trainer = Trainer(config, prepare_run_dir(tmp_path / name), lambda e: None)
+        losses[name] = [trainer.train_step([b])[0] for b in trainer.epoch_batches(0)[:4]]
+    assert losses["prepared"] == losses["text"]
+
+
+def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
+    with pytest.raises(UserError, match="prepared for en-de, not en-fr"):
+        open_prepared(prepared, "en", "fr")
+    damaged = tmp_path / "damaged"
+    subprocess.run(["cp", "-r", str(prepared), str(damaged)], check=True)
+    ids = damaged / "train.tgt.bin"
+    ids.write_bytes(ids.read_bytes()[:-2])
+    with pytest.raises(UserError, match="train.tgt.bin: .* bytes where .* were written"):
+        open_prepared(damaged, "en", "de")
+
+
+def test_a_failed_prepare_leaves_no_prepared_corpus(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", {"train": (["a", "b"], ["c"]),
+                                                "val": (["a"], ["c"])})
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
+                             str(corpus), "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "line counts differ" in result.stderr
+    assert not is_prepared(out) and not list(out.glob(".*.tmp"))
+
+
+def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):
+    out = tmp_path / "prepared"
+    result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
+                             str(corpus), "--out", str(out), "--set", "tokenizer.vocab_size=300"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "prepared.json").read_text())["pairs"] == 300
