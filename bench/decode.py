@@ -77,7 +77,7 @@ def nmt_command(run_dir: Path):
 
 def joeynmt_command(python: Path, files: dict[str, Path], config_name: str):
     """JoeyNMT's `translate` on an untrained checkpoint built from its own config."""
-    model_dir = OUT / "decode" / f"joeynmt-{config_name.removesuffix('.yaml')}"
+    model_dir = OUT / "decode" / config_name.removesuffix(".yaml")  # e.g. joeynmt-gru
     model_dir.mkdir(parents=True, exist_ok=True)
     text = (SHARED / "bench" / config_name).read_text()
     text = (text.replace("@DATA@", str(files["data"])).replace("@SPM_MODEL@", str(files["model"]))

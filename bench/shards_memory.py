@@ -60,16 +60,18 @@ def train_peak(prepared: Path, run_dir: Path, steps: int) -> tuple[float, float]
                str(run_dir), "--max-steps", str(steps), "--set", "train.validate_every=100000"]
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
     start, peak = time.perf_counter(), 0.0
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    while process.poll() is None:
-        try:
-            peak = max(peak, peak_rss_mb(process.pid))
-        except OSError:
-            pass
-        time.sleep(0.2)
+    log = run_dir.with_suffix(".log")
+    with open(log, "w") as sink:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=sink)
+        while process.poll() is None:
+            try:
+                peak = max(peak, peak_rss_mb(process.pid))
+            except OSError:
+                pass
+            time.sleep(0.2)
     if process.returncode != 0:
-        raise SystemExit(f"training failed:\n{process.stderr.read()[-2000:]}")
+        raise SystemExit(f"training failed; see {log}")
     return peak, time.perf_counter() - start
 
 
