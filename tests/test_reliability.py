@@ -152,7 +152,9 @@ def test_run_survives_sigkill_at_random_moments(corpus, tmp_path):
     for _ in range(20):
         resumed_at = len(step_losses(run_dir)) if run_dir.exists() else 0
         process = nmt(*args)
-        wait_for_training(run_dir, resumed_at, process)
+        # Past a new checkpoint first (one every 2 steps), however slow the machine, so that
+        # the kills land all along the run; then at a random moment, mid-step or mid-save.
+        wait_for_training(run_dir, resumed_at + 1, process)
         time.sleep(rng.uniform(0.0, 0.25))
         if process.poll() is not None:  # finished before the kill
             break
