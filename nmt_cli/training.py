@@ -134,6 +134,7 @@ class Trainer:
         self.emit = on_event if self.world.is_main else (lambda event: None)
         seed_everything(config.train.seed)
         self.tokenizer, self.train_data, self.val_text, self.val_data = self.load_data(resume)
+        self.tgt_lengths = np.asarray(self.train_data.lengths()[1])  # read once, not per step
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, self.tokenizer)
         self.model = build_model(config.model, self.tokenizer.src_vocab_size,
@@ -198,7 +199,8 @@ class Trainer:
         comes back as NaN)."""
         self.model.train()
         t = self.config.train
-        tokens = sum(len(self.train_data.tgt[i]) + 1 for b in batches for i in b)  # with <eos>
+        indices = np.concatenate(batches)
+        tokens = int(self.tgt_lengths[indices].sum()) + len(indices)  # <eos> included
         mine, counts = self.world.share(batches)
         self.optimizer.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.device)
