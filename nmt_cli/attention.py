@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .dropout import dropout as drop
 from .tokenizer import PAD_ID
 
 
@@ -48,10 +49,12 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(Q Kᵀ / √d_k) V over (..., len, d_k) tensors; `mask` is True where visible.
 
-    The fast path is PyTorch's fused kernel; with `need_weights` the same equation is
-    written out so that the weights can be returned (for heatmaps and tests).
+    The fast path is PyTorch's fused kernel. The same equation is written out when the
+    weights are wanted (for heatmaps and tests), and for dropout on the CPU: there torch's
+    fused kernel has none, and its fallback keeps float32 copies of every intermediate for the
+    backward pass, where the written-out form keeps the weights and a boolean mask.
     """
-    if not need_weights:
+    if not need_weights and (dropout == 0.0 or query.device.type != "cpu"):
         context = F.scaled_dot_product_attention(query, key, value, attn_mask=mask,
                                                  dropout_p=dropout, is_causal=causal)
         return context, None
@@ -60,8 +63,8 @@ def scaled_dot_product_attention(
         future = causal_mask(scores.size(-1), scores.device)[-scores.size(-2):]
         mask = future if mask is None else mask & future
     weights = masked_softmax(scores, mask)
-    context = F.dropout(weights, dropout) @ value  # (..., q_len, d_k)
-    return context, weights
+    context = drop(weights, dropout) @ value  # (..., q_len, d_k)
+    return context, (weights if need_weights else None)
 
 
 class MultiHeadAttention(nn.Module):

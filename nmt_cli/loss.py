@@ -22,7 +22,7 @@ from torch import nn
 
 from .tokenizer import PAD_ID
 
-SLICE_ELEMENTS = 2**22  # logits per slice: 4M floats, 16 MB in float32
+SLICE_ELEMENTS = 2**21  # logits per slice: 2M floats, 8 MB in float32
 
 
 def _rows_per_slice(vocab: int) -> int:

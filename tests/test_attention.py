@@ -36,6 +36,23 @@ def test_fused_kernel_matches_the_written_out_equation():
         assert torch.allclose(fast, slow, atol=1e-5)
 
 
+def test_attention_dropout_on_the_cpu_drops_weights_with_a_seeded_boolean_mask():
+    from nmt_cli.dropout import keep_mask
+
+    torch.manual_seed(0)
+    query, key, value = (torch.randn(2, 4, 6, 8, requires_grad=True) for _ in range(3))
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2]).view(2, 1, 1, 6)
+    torch.manual_seed(1)
+    context, weights = scaled_dot_product_attention(query, key, value, mask, dropout=0.3)
+    assert weights is None  # not asked for
+    _, full = scaled_dot_product_attention(query, key, value, mask, need_weights=True)
+    torch.manual_seed(1)
+    keep = keep_mask(full, 0.3)
+    assert torch.allclose(context, (full * keep / 0.7) @ value, atol=1e-6)
+    context.sum().backward()
+    assert query.grad is not None and torch.isfinite(query.grad).all()
+
+
 def test_causal_mask_hides_the_future():
     mask = causal_mask(4)
     assert mask.tolist() == [[True, False, False, False], [True, True, False, False],

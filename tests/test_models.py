@@ -114,7 +114,7 @@ def test_gru_without_teacher_forcing_feeds_back_its_own_predictions():
 
 
 def test_cpu_dropout_keeps_one_minus_p_and_rescales():
-    from nmt_cli.models.base import Dropout
+    from nmt_cli.dropout import Dropout
 
     dropout = Dropout(0.25)
     x = torch.ones(400, 500, requires_grad=True)
@@ -128,3 +128,20 @@ def test_cpu_dropout_keeps_one_minus_p_and_rescales():
     torch.manual_seed(0)
     assert torch.equal(dropout(x), y)  # seeded: reproducible (exact resume relies on it)
     assert torch.equal(dropout.eval()(x), x)
+
+
+def test_relu_dropout_equals_relu_then_dropout_with_the_same_gradients():
+    from nmt_cli.dropout import dropout, relu_dropout
+
+    torch.manual_seed(0)
+    x = torch.randn(300, 400, requires_grad=True)
+    weights = torch.randn(300, 400)
+    torch.manual_seed(1)
+    fused = relu_dropout(x, 0.2)
+    (grad_fused,) = torch.autograd.grad((fused * weights).sum(), x)
+    torch.manual_seed(1)
+    plain = dropout(torch.relu(x), 0.2)
+    (grad_plain,) = torch.autograd.grad((plain * weights).sum(), x)
+    assert torch.equal(fused, plain)
+    assert torch.allclose(grad_fused, grad_plain)
+    assert 0.35 < (grad_fused != 0).float().mean().item() < 0.45  # half pass ReLU, 80% kept

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 
@@ -34,50 +33,6 @@ class DecoderState:
 
         return dataclasses.replace(self, **{f.name: pick(getattr(self, f.name))
                                             for f in dataclasses.fields(self)})
-
-
-def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
-    """True where an element of x survives dropout (probability 1 - p), from 16 random bits per
-    element: four elements per 64-bit draw of PyTorch's CPU generator, which draws one number
-    at a time."""
-    n = x.numel()
-    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device)
-    bits = words.random_(-(2**63), 2**63 - 1).view(torch.int16)[:n].view(x.shape)
-    return bits >= round(-32768 + p * 65536)  # P(keep) = 1 - p, to 1/65536
-
-
-class _KeepAndScale(torch.autograd.Function):
-    """x where `keep`, else 0, times `scale`; the backward pass needs only the boolean mask
-    (1 byte an element, where a float mask would hold 4)."""
-
-    @staticmethod
-    def forward(ctx, x, keep, scale):
-        ctx.save_for_backward(keep)
-        ctx.scale = scale
-        return x.masked_fill(~keep, 0.0).mul_(scale)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (keep,) = ctx.saved_tensors
-        return grad.masked_fill(~keep, 0.0).mul_(ctx.scale), None, None
-
-
-class Dropout(nn.Module):
-    """Inverted dropout: zero each element with probability p and scale the rest by 1/(1-p).
-
-    On the CPU the mask comes from `keep_mask`: torch's own bernoulli mask took about a
-    quarter of a Transformer training step there. Elsewhere this is torch's dropout."""
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p = p
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        if x.device.type != "cpu":
-            return F.dropout(x, self.p, training=True)
-        return _KeepAndScale.apply(x, keep_mask(x, self.p), 1.0 / (1.0 - self.p))
 
 
 class Seq2Seq(nn.Module):

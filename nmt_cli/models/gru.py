@@ -23,8 +23,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..attention import attend_with_scores, make_score, padding_mask
 from ..config import ModelConfig
+from ..dropout import Dropout
 from ..tokenizer import PAD_ID
-from .base import DecoderState, Dropout, Seq2Seq
+from .base import DecoderState, Seq2Seq
 
 
 def run_gru(rnn: nn.GRU, x: torch.Tensor, hidden: torch.Tensor):

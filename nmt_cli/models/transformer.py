@@ -24,7 +24,8 @@ from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
-from .base import DecoderState, Dropout, Seq2Seq
+from ..dropout import Dropout, relu_dropout
+from .base import DecoderState, Seq2Seq
 
 
 class PositionalEncoding(nn.Module):
@@ -52,10 +53,10 @@ class FeedForward(nn.Module):
         super().__init__()
         self.expand = nn.Linear(d_model, d_ff)
         self.contract = nn.Linear(d_ff, d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.contract(self.dropout(torch.relu(self.expand(x))))
+        return self.contract(relu_dropout(self.expand(x), self.dropout, self.training))
 
 
 class Residual(nn.Module):
