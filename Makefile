@@ -25,20 +25,17 @@ lint: install
 train: install
 	$(BIN)/nmt train
 
-# Benchmarks on Multi30k from ../shared/data/multi30k (JoeyNMT is installed into bench/out).
+# Benchmarks on Multi30k from ../shared/data/multi30k (JoeyNMT is installed into bench/out),
+# run by bench/all.py: each part's table, then one table of figures against targets, and
+# bench/out/bench.json (bench-quick.json).
 # bench-quick: training and decoding speed against JoeyNMT (about 10 minutes on 2 cores).
 # bench: those in full, the 60-minute quality run of each Multi30k preset, and the memory
 # benchmarks (about 3 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
 bench-quick: install
-	$(BIN)/python bench/speed.py --quick
-	$(BIN)/python bench/decode.py --quick
+	$(BIN)/python bench/all.py --quick
 
 bench: install
-	$(BIN)/python bench/speed.py
-	$(BIN)/python bench/decode.py
-	$(BIN)/python bench/quality.py
-	$(BIN)/python bench/translate_memory.py
-	$(BIN)/python bench/shards_memory.py
+	$(BIN)/python bench/all.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

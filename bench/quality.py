@@ -7,9 +7,9 @@ and lowercased BLEU for comparison with published results. Decoding time is end 
 (loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
 
     python bench/quality.py [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
-                            [--score-only] [--json FILE]
+                            [--score-only] [--out DIR] [--json FILE]
 
---score-only scores runs already trained under bench/out/quality.
+Runs go to DIR/<preset> (bench/out/quality by default); --score-only scores runs already there.
 """
 
 from __future__ import annotations
@@ -77,15 +77,16 @@ def main() -> None:
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     parser.add_argument("--max-time", help="override the presets' budget, e.g. 20m")
     parser.add_argument("--score-only", action="store_true")
-    parser.add_argument("--json", type=Path, default=OUT / "quality.json")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the runs go")
+    parser.add_argument("--json", type=Path, help="default: OUT/quality.json")
     args = parser.parse_args()
     if not MULTI30K.is_dir():
         sys.exit(f"error: {MULTI30K} not found (the Multi30k mirror beside the project)")
     os.environ.setdefault("OMP_NUM_THREADS", "2")
-    OUT.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     results = {}
     for preset in args.presets:
-        run_dir = OUT / preset
+        run_dir = args.out / preset
         result = {"preset": preset}
         if not args.score_only:
             if run_dir.exists():
@@ -94,7 +95,7 @@ def main() -> None:
         result.update(score(run_dir))
         results[preset] = result
         print(json.dumps(result), flush=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    (args.json or args.out / "quality.json").write_text(json.dumps(results, indent=2) + "\n")
     print("\n| preset | steps | epochs | minutes | BLEU beam 5 | chrF2 | BLEU lc | BLEU greedy "
           "| BLEU beam 5 int8 | beam 5 sent/s (int8) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -11,6 +11,7 @@ reports the peak resident memory (VmHWM) of each training process. Target: withi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2_000_000)
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     big_text, small_text = WORK / f"text-{args.pairs}", WORK / f"text-{args.small}"
     if not (big_text / "train.de").exists():
@@ -102,6 +104,12 @@ def main() -> None:
     for pairs, (peak, _, prepare_seconds) in results.items():
         print(f"| {pairs:,} | {prepare_seconds:.0f} s | {peak:,.0f} MB | {peak / small:.2f}x |")
     print(f"\npeak RSS grows by {100 * (big / small - 1):+.1f}% (target: within 20%)")
+    if args.json:
+        args.json.write_text(json.dumps(
+            {str(pairs): {"peak_rss_mb": peak, "train_seconds": seconds,
+                          "prepare_seconds": prepare_seconds}
+             for pairs, (peak, seconds, prepare_seconds) in results.items()}
+            | {"growth": big / small - 1}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

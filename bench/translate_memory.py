@@ -12,6 +12,7 @@ Without --run, a tiny model is trained first (its quality does not matter here).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -68,11 +69,15 @@ def main() -> None:
     parser.add_argument("--run", type=Path)
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--checkpoint", type=int, default=10_000)
+    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run or tiny_run(Path(tmp))
         result = measure(run, args.lines, args.checkpoint)
     growth = result["rss_at_end"] - result["rss_at_checkpoint"]
+    if args.json:
+        args.json.write_text(json.dumps({**result, "lines": args.lines, "growth_mb": growth},
+                                        indent=2) + "\n")
     print(f"| lines | RSS at {args.checkpoint:,} | RSS at {args.lines:,} | growth | lines/s |")
     print("| --- | --- | --- | --- | --- |")
     print(f"| {args.lines:,} | {result['rss_at_checkpoint']:.0f} MB | "
