@@ -135,6 +135,27 @@ class GeneralScore(DotScore):
         return self.key_proj(keys)
 
 
+class _AdditiveEnergy(torch.autograd.Function):
+    """vᵀ tanh(q + k) for every (query, key) pair. Autograd would keep the tanh, one
+    (batch, q_len, k_len, d) tensor per decoder step; the backward pass recomputes it instead."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        """q (batch, q_len, d), k (batch, k_len, d), v (d,) -> (batch, q_len, k_len)."""
+        ctx.save_for_backward(q, k, v)
+        return torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v = ctx.saved_tensors
+        hidden = (q.unsqueeze(2) + k.unsqueeze(1)).tanh_()  # (batch, q_len, k_len, d)
+        grad_v = hidden.reshape(-1, v.numel()).t() @ grad.reshape(-1)
+        # through tanh: d score / d (q + k) = v (1 - tanh²), in one fused pass
+        grad_sum = torch.ops.aten.tanh_backward(grad.unsqueeze(-1) * v, hidden)
+        grad_k = grad_sum.squeeze(1) if q.size(1) == 1 else grad_sum.sum(1)  # one decoder step
+        return grad_sum.sum(2), grad_k, grad_v
+
+
 class AdditiveScore(nn.Module):
     """Bahdanau additive score: score(q, k) = vᵀ tanh(W_q q + W_k k)."""
 
@@ -149,9 +170,9 @@ class AdditiveScore(nn.Module):
 
     def forward(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
         """(batch, q_len, d), (batch, k_len, d) -> scores (batch, q_len, k_len)."""
-        hidden = torch.tanh(self.query_proj(query).unsqueeze(2)  # (batch, q_len, 1, d)
-                            + projected_keys.unsqueeze(1))  # (batch, q_len, k_len, d)
-        return self.energy(hidden).squeeze(-1)
+        query = self.query_proj(query)  # W_q q
+        v = self.energy.weight.squeeze(0).to(query.dtype)
+        return _AdditiveEnergy.apply(query, projected_keys.to(query.dtype), v)
 
 
 def make_score(kind: str, size: int) -> nn.Module:

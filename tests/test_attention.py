@@ -53,6 +53,22 @@ def test_attention_dropout_on_the_cpu_drops_weights_with_a_seeded_boolean_mask()
     assert query.grad is not None and torch.isfinite(query.grad).all()
 
 
+def test_additive_score_matches_autograd_of_the_written_out_formula():
+    torch.manual_seed(0)
+    score = make_score("additive", 6).double()
+    query = torch.randn(2, 3, 6, dtype=torch.double, requires_grad=True)
+    keys = torch.randn(2, 5, 6, dtype=torch.double, requires_grad=True)
+    fast = score(query, score.project_keys(keys))
+    written = score.energy(torch.tanh(score.query_proj(query).unsqueeze(2)
+                                      + score.key_proj(keys).unsqueeze(1))).squeeze(-1)
+    assert torch.allclose(fast, written)
+    weights = torch.randn_like(fast)
+    grads = torch.autograd.grad((fast * weights).sum(), [query, keys, *score.parameters()])
+    expected = torch.autograd.grad((written * weights).sum(), [query, keys, *score.parameters()])
+    for got, want in zip(grads, expected):
+        assert torch.allclose(got, want)
+
+
 def test_causal_mask_hides_the_future():
     mask = causal_mask(4)
     assert mask.tolist() == [[True, False, False, False], [True, True, False, False],
