@@ -51,9 +51,10 @@ def measure(command_for, inputs: dict[str, Path], count: int) -> dict:
     for name, beam in (("greedy", 1), ("beam5", 5)):
         whole = timed(command_for(beam), inputs["all"])
         startup = timed(command_for(beam), inputs["one"])
+        alone = whole - startup  # too small a difference to tell from noise: None
         result[name] = {"seconds": round(whole, 2), "startup_seconds": round(startup, 2),
                         "end_to_end": count / whole,
-                        "decoding": count / max(whole - startup, 1e-9)}
+                        "decoding": count / alone if alone > 0.2 * whole else None}
     return result
 
 
@@ -143,10 +144,12 @@ def print_table(results: dict[str, dict], count: int) -> None:
         base = results.get("joeynmt " + name.split(" ", 1)[1])
         cells = []
         for search in ("greedy", "beam5"):
-            ratio = (f"{r[search]['end_to_end'] / base[search]['end_to_end']:.2f}x "
-                     f"({r[search]['decoding'] / base[search]['decoding']:.2f}x)"
-                     if base else "-")
-            cells += [f"{r[search]['end_to_end']:.1f} ({r[search]['decoding']:.1f})", ratio]
+            mine, theirs = r[search], base[search] if base else None
+            alone = (f"{mine['decoding'] / theirs['decoding']:.2f}x"
+                     if theirs and mine["decoding"] and theirs["decoding"] else "-")
+            ratio = f"{mine['end_to_end'] / theirs['end_to_end']:.2f}x ({alone})" if base else "-"
+            decoding = f"{mine['decoding']:.1f}" if mine["decoding"] else "-"
+            cells += [f"{mine['end_to_end']:.1f} ({decoding})", ratio]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
