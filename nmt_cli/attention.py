@@ -171,6 +171,10 @@ class AdditiveScore(nn.Module):
     def forward(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
         """(batch, q_len, d), (batch, k_len, d) -> scores (batch, q_len, k_len)."""
         query = self.query_proj(query)  # W_q q
+        if not torch.is_grad_enabled():  # decoding (energy may be an int8 layer there)
+            hidden = torch.tanh(query.unsqueeze(2)  # (batch, q_len, 1, d)
+                                + projected_keys.unsqueeze(1))  # (batch, q_len, k_len, d)
+            return self.energy(hidden).squeeze(-1)
         v = self.energy.weight.squeeze(0).to(query.dtype)
         return _AdditiveEnergy.apply(query, projected_keys.to(query.dtype), v)
 

@@ -69,6 +69,20 @@ def test_additive_score_matches_autograd_of_the_written_out_formula():
         assert torch.allclose(got, want)
 
 
+def test_additive_score_decodes_with_int8_linear_layers():
+    from nmt_cli.translate import quantize_int8
+
+    torch.manual_seed(0)
+    score = make_score("additive", 16)
+    query, keys = torch.randn(3, 1, 16), torch.randn(3, 5, 16)
+    quantized = quantize_int8(score, torch.device("cpu"))  # a quantized copy
+    with torch.inference_mode():
+        expected = score(query, score.project_keys(keys))
+        scores = quantized(query, quantized.project_keys(keys))
+    assert scores.shape == (3, 1, 5)
+    assert torch.allclose(scores, expected, atol=0.05)
+
+
 def test_causal_mask_hides_the_future():
     mask = causal_mask(4)
     assert mask.tolist() == [[True, False, False, False], [True, True, False, False],
