@@ -109,6 +109,8 @@ def headline(parts: dict[str, dict | None],
     quality = parts.get("quality")
     if quality is not None:
         for preset, target in (("multi30k-transformer", 36.0), ("multi30k-gru", 30.0)):
+            if preset not in quality:
+                continue
             r = quality[preset]
             rows.append((f"test_2016_flickr BLEU, {preset}, beam 5",
                          f"{r['beam5']['bleu']:.2f} (chrF2 {r['beam5']['chrf']:.2f}, "
@@ -121,14 +123,15 @@ def headline(parts: dict[str, dict | None],
 
     memory = parts.get("translate_memory")
     if memory is not None:
-        rows.append(("translate: RSS growth over 100,000 streamed lines",
+        rows.append((f"translate: RSS growth over {memory['lines']:,} streamed lines",
                      f"{memory['growth_mb']:+.1f} MB", "< 100 MB", memory["growth_mb"] < 100))
     elif "translate_memory" in parts:
         missing("translate_memory.py", "streaming translation memory")
 
     shards = parts.get("shards_memory")
     if shards is not None:
-        rows.append(("training RSS, 2,000,000 prepared pairs vs 20,000",
+        small, big = sorted(int(k) for k in shards if k.isdigit())
+        rows.append((f"training RSS, {big:,} prepared pairs vs {small:,}",
                      f"{100 * shards['growth']:+.1f}%", "<= +20%", shards["growth"] <= 0.2))
     elif "shards_memory" in parts:
         missing("shards_memory.py", "training memory from prepared files")
