@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .dropout import dropout as drop
-from .tokenizer import PAD_ID
+from .special_tokens import PAD_ID
 
 
 def padding_mask(tokens: torch.Tensor) -> torch.Tensor:

@@ -19,6 +19,7 @@ import pickle
 import random
 import warnings
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,36 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from ._version import __version__
-from .config import RUNS_DIR, Config, UserError, from_dict, to_dict
+from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
+from .errors import UserError
 from .files import atomic_write, atomic_write_text
 from .models import Seq2Seq, build_model
+from .optim import Updater
 from .tokenizer import Tokenizer
 
 CONFIG_FILE = "config.json"
 BEST_WEIGHTS = "model.safetensors"
 LAST_WEIGHTS = "last.safetensors"
 TRAIN_STATE = "train_state.pt"
-METRICS = "metrics.jsonl"
+METRICS_FILE = "metrics.jsonl"
+
+
+def new_run_dir(config: Config, runs_dir: Path = Path(RUNS_DIR)) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return runs_dir / f"{stamp}-{config.model.arch}"
+
+
+def prepare_run_dir(run_dir: Path) -> Path:
+    """Create an empty run directory (refusing one that already holds files)."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise UserError(f"--run {run_dir}: directory already holds files; choose a new one "
+                        "or continue it with --resume")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--run {run_dir}: cannot create directory ({e.strerror})") from None
+    return run_dir
 
 
 def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer) -> None:
@@ -56,6 +77,46 @@ def save_weights(model: Seq2Seq, path: Path) -> None:
 
 def save_train_state(path: Path, state: dict[str, Any]) -> None:
     atomic_write(path, lambda tmp: torch.save(state, tmp))
+
+
+def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updater: Updater,
+                  best: bool) -> None:
+    """Write the training state, then the latest weights, and the best ones too when `best`.
+    Each file is replaced whole, so a crash between two of them leaves a resumable run."""
+    save_train_state(run_dir / TRAIN_STATE, {"progress": progress, "model": model.state_dict(),
+                                             **updater.state_dict(), "rng": capture_rng()})
+    save_weights(model, run_dir / LAST_WEIGHTS)
+    if best:
+        save_weights(model, run_dir / BEST_WEIGHTS)
+
+
+def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updater: Updater,
+                     progress_type: type) -> Any:
+    """Load a training state into the model, the updater and the random generators; returns
+    the saved progress as a `progress_type`."""
+    try:
+        model.load_state_dict(state["model"])
+        updater.load_state_dict(state)
+        progress = progress_type(**state["progress"])
+        restore_rng(state["rng"])
+        return progress
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise UserError(f"{run_dir / TRAIN_STATE}: does not match this run "
+                        f"({type(e).__name__})") from None
+
+
+def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> tuple[Config, dict[str, Any]]:
+    """A run's config (with `overrides`, e.g. new limits) and its training state."""
+    if not (run_dir / TRAIN_STATE).is_file():
+        raise UserError(f"--resume {run_dir}: no {TRAIN_STATE} to resume from")
+    config = resume_config(read_config(run_dir)[0], overrides)
+    return config, load_train_state(run_dir / TRAIN_STATE)
+
+
+def remove_partial_writes(run_dir: Path) -> None:
+    """Delete temporary files of writes that a crash cut short (see files.atomic_write)."""
+    for leftover in run_dir.glob(".*.tmp"):
+        leftover.unlink()
 
 
 def load_train_state(path: Path) -> dict[str, Any]:
@@ -127,8 +188,14 @@ def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
 
 
 def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
-    with open(run_dir / METRICS, "a", encoding="utf-8") as f:
+    with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 def capture_rng() -> dict[str, Any]:
@@ -157,7 +224,7 @@ def truncate_metrics(run_dir: Path, step: int) -> None:
 
     Records are appended before the checkpoint they belong to is saved, so the log of a
     resumed run reads exactly like that of a run that was never stopped."""
-    path = run_dir / METRICS
+    path = run_dir / METRICS_FILE
     if not path.is_file():
         return
     kept = []

@@ -7,14 +7,15 @@ on stderr and exit status 1.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
-import signal
 import sys
 from contextlib import contextmanager
+from dataclasses import fields
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,23 +23,25 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ._version import __version__
-from .checkpoint import TRAIN_STATE, latest_run, read_config
+from .checkpoint import TRAIN_STATE, latest_run
 from .config import (
+    ARCHS,
     DEFAULT_PRESET,
+    DEVICES,
+    PRECISIONS,
     PRESETS,
+    QUANTIZATIONS,
     DecodeConfig,
-    UserError,
-    apply_overrides,
-    load_toml,
-    parse_set,
-    preset,
+    command_line_overrides,
+    resolve_config,
 )
-from .data import find_split_file, read_lines
-from .datasets import fetch_multi30k
-from .evaluate import evaluate as score_texts
-from .shards import TOKENIZER_SAMPLE
-from .shards import prepare as prepare_corpus
-from .training import TrainingInterrupted
+from .data import read_lines
+from .datasets import CORPORA, fetch_multi30k
+from .errors import UserError
+from .evaluate import Evaluation, evaluate_file, evaluate_run
+from .prepared import TOKENIZER_SAMPLE
+from .prepared import prepare as prepare_corpus
+from .stopping import TrainingInterrupted, ignore_stop_signals
 from .training import resume as resume_training
 from .training import train as train_model
 from .translate import Translator
@@ -48,23 +51,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 err = Console(stderr=True)
 
 
-class Arch(str, Enum):
-    transformer = "transformer"
-    gru = "gru"
+def choices(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """An Enum of a choice list from the config layer, for Typer."""
+    return Enum(name, {value: value for value in values}, type=str)
 
 
-class Precision(str, Enum):
-    auto = "auto"
-    fp32 = "fp32"
-    bf16 = "bf16"
-    fp16 = "fp16"
+Arch, Device, Precision = choices("Arch", ARCHS), choices("Device", DEVICES), choices(
+    "Precision", PRECISIONS)
+Quantize, Corpus = choices("Quantize", QUANTIZATIONS), choices("Corpus", CORPORA)
 
 
-class Device(str, Enum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-    mps = "mps"
+def value(choice: Enum | None) -> str | None:
+    return choice.value if choice is not None else None
 
 
 def user_errors(command):
@@ -86,8 +84,48 @@ def user_errors(command):
     return wrapper
 
 
-def version_callback(value: bool) -> None:
-    if value:
+DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfig field
+    "beam": "Beam size; 1 is greedy search.",
+    "alpha": "Length penalty exponent.",
+    "max_len_a": "Output limit: a * source length + b.",
+    "max_len_b": "Output limit: a * source length + b.",
+    "min_len": "Shortest output, in tokens.",
+    "batch_size": "Sentences per decoding batch.",
+    "device": "Where to run: auto picks cuda, mps, cpu.",
+    "precision": "auto: bf16 autocast on CUDA, float32 elsewhere.",
+}
+DECODE_TYPES = {"device": Device, "precision": Precision}
+
+
+def with_decode_options(command):
+    """Give `command` one option per DecodeConfig field, with its default, and --quantize.
+    The command receives them gathered as `decode: DecodeConfig` and `quantize: str`."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+           if p.name not in ("decode", "quantize")]
+    added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                               default=DECODE_TYPES[f.name](f.default) if f.name in DECODE_TYPES
+                               else f.default,
+                               annotation=Annotated[DECODE_TYPES.get(f.name, type(f.default)),
+                                                    typer.Option(help=DECODE_HELP[f.name])])
+             for f in fields(DecodeConfig)]
+    added.append(inspect.Parameter("quantize", inspect.Parameter.KEYWORD_ONLY,
+                                   default=Quantize("none"), annotation=Annotated[Quantize, (
+                                       typer.Option(help="int8: linear layers in int8 (dynamic "
+                                                    "quantization; CPU only)."))]))
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        settings = {f.name: kwargs.pop(f.name) for f in fields(DecodeConfig)}
+        settings = {k: v.value if isinstance(v, Enum) else v for k, v in settings.items()}
+        return command(decode=DecodeConfig(**settings), quantize=kwargs.pop("quantize").value,
+                       **kwargs)
+
+    wrapper.__signature__ = inspect.Signature([*own, *added])
+    return wrapper
+
+
+def version_callback(show: bool) -> None:
+    if show:
         print(f"nmt {__version__}")
         raise typer.Exit()
 
@@ -100,8 +138,6 @@ def main(version: Annotated[bool | None, typer.Option(
 
 RunOption = Annotated[Path | None, typer.Option(
     "--run", help="Run directory (default: the most recent run under runs/).")]
-DeviceOption = Annotated[Device, typer.Option(help="Where to run: auto picks cuda, mps, cpu.")]
-DEFAULT_DEVICE = Device(DecodeConfig.device)
 
 
 @app.command()
@@ -109,7 +145,8 @@ DEFAULT_DEVICE = Device(DecodeConfig.device)
 def train(
     arch: Annotated[Arch | None, typer.Option(help="Model family.")] = None,
     data: Annotated[Path | None, typer.Option(
-        help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test).")] = None,
+        help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test); "
+        "default: the sample corpus that comes with nmt.")] = None,
     src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="Target language suffix.")] = None,
     run: Annotated[Path | None, typer.Option(
@@ -142,36 +179,25 @@ def train(
     ] = None,
 ):
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
-    limits = {"train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs}
-    given_limits = {k: v for k, v in limits.items() if v is not None}
-    if given_limits:  # limits given here replace the preset's
-        given_limits = {**{k: 0 for k in limits}, **given_limits}
+    options = {"model.arch": value(arch), "data.data_dir": data and str(data),
+               "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
+               "train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs,
+               "train.batch_tokens": batch_tokens, "train.device": value(device),
+               "train.seed": seed, "train.precision": value(precision), "train.accum": accum,
+               "train.compile": True if compile_model else None}
     if resume is None and run is not None and (run / TRAIN_STATE).is_file():
         resume = run
-    speed = {"train.precision": precision.value if precision else None, "train.accum": accum,
-             "train.compile": True if compile_model else None}
-    speed = {k: v for k, v in speed.items() if v is not None}
-    main_rank = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 reports
-    if resume is not None:
-        overrides = {**parse_set(settings or []), **given_limits, **speed}
-        with interruptible(), TrainingDisplay() as display:
-            run_dir = resume_training(resume, overrides, on_event=display.show)
-        if main_rank:
-            print(run_dir)
-        return
-    config = preset(preset_name or (arch.value if arch else DEFAULT_PRESET))
-    if config_file:
-        config = apply_overrides(config, load_toml(config_file))
-    config = apply_overrides(config, {**parse_set(settings or []), **given_limits})
-    options = {"model.arch": arch.value if arch else None, "data.data_dir": data,
-               "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
-               "train.batch_tokens": batch_tokens,
-               "train.device": device.value if device else None, "train.seed": seed}
-    config = apply_overrides(config, {k: v for k, v in options.items() if v is not None} | speed)
-    config = apply_overrides(config, {"data.data_dir": str(Path(config.data.data_dir).resolve())})
     with interruptible(), TrainingDisplay() as display:
-        run_dir = train_model(config, run, on_event=display.show)
-    if main_rank:
+        if resume is not None:
+            if preset_name or config_file:
+                raise UserError("--resume continues a run with its own settings; --preset and "
+                                "--config apply to new runs only")
+            run_dir = resume_training(resume, command_line_overrides(settings, options),
+                                      on_event=display.show)
+        else:
+            config = resolve_config(preset_name, config_file, settings, options)
+            run_dir = train_model(config, run, on_event=display.show)
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
         print(run_dir)
 
 
@@ -191,16 +217,11 @@ def interruptible():
         raise typer.Exit(130) from None
 
 
-def ignore_stop_signals() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
-
-
 class TrainingDisplay:
     """Rich progress on stderr: step, loss, learning rate, tokens/s, elapsed and ETA."""
 
     def __init__(self):
-        self.progress = Progress(
+        self.bar = Progress(
             TextColumn("step {task.fields[step]:>6}"), BarColumn(),
             TextColumn("loss {task.fields[loss]:.3f}  lr {task.fields[lr]:.2e}  "
                        "{task.fields[speed]:,.0f} tok/s"),
@@ -212,61 +233,36 @@ class TrainingDisplay:
         return self
 
     def __exit__(self, *exc):
-        self.progress.stop()
+        self.bar.stop()
 
-    def show(self, event: dict) -> None:
-        kind = event["kind"]
+    def show(self, event: dict[str, Any]) -> None:
+        kind, say = event["kind"], self.bar.console.print
         if kind == "step":
             if self.task is None:
-                self.task = self.progress.add_task("train", total=1.0, step=0, loss=0.0, lr=0.0,
-                                                 speed=0.0)
-                self.progress.start()
-            self.progress.update(self.task, completed=event["fraction"], step=event["step"],
-                                 loss=event["loss"], lr=event["lr"], speed=event["tokens_per_s"])
+                self.task = self.bar.add_task("train", total=1.0, step=0, loss=0.0, lr=0.0,
+                                              speed=0.0)
+                self.bar.start()
+            self.bar.update(self.task, completed=event["fraction"], step=event["step"],
+                            loss=event["loss"], lr=event["lr"], speed=event["tokens_per_s"])
         elif kind == "validate":
             mark = " (best)" if event["best"] else ""
-            self.progress.console.print(
-                f"step {event['step']}: val loss {event['val_loss']:.3f}  "
+            say(f"step {event['step']}: val loss {event['val_loss']:.3f}  "
                 f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
         elif kind == "warning":
-            self.progress.console.print(f"warning: {event['message']}", highlight=False)
+            say(f"warning: {event['message']}", highlight=False)
         elif kind == "info":
-            self.progress.console.print(event["message"], highlight=False)
+            say(event["message"], highlight=False)
         elif kind == "done":
-            self.progress.console.print(f"done after {event['step']} steps; best val BLEU "
-                                        f"{event['best_bleu']:.2f}; run: {event['run_dir']}")
-
-
-def decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
-                   device) -> DecodeConfig:
-    if beam < 1 or batch_size < 1:
-        raise UserError("--beam and --batch-size must be at least 1")
-    if min_len < 0:
-        raise UserError(f"--min-len must not be negative (got {min_len})")
-    return DecodeConfig(beam=beam, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b,
-                        min_len=min_len, batch_size=batch_size, device=device.value)
-
-
-BeamOption = Annotated[int, typer.Option(help="Beam size; 1 is greedy search.")]
-AlphaOption = Annotated[float, typer.Option(help="Length penalty exponent.")]
-LenAOption = Annotated[float, typer.Option(help="Output limit: a * source length + b.")]
-LenBOption = Annotated[int, typer.Option(help="Output limit: a * source length + b.")]
-MinLenOption = Annotated[int, typer.Option(help="Shortest output, in tokens.")]
-BatchOption = Annotated[int, typer.Option(help="Sentences per decoding batch.")]
-
-
-class Quantize(str, Enum):
-    none = "none"
-    int8 = "int8"
-
-
-QuantizeOption = Annotated[Quantize, typer.Option(
-    help="int8: linear layers in int8 (dynamic quantization; CPU only).")]
+            say(f"done after {event['step']} steps; best val BLEU {event['best_bleu']:.2f}; "
+                f"run: {event['run_dir']}")
 
 
 @app.command()
 @user_errors
+@with_decode_options
 def translate(
+    decode: DecodeConfig,
+    quantize: str,
     text: Annotated[str | None, typer.Argument(
         help="Text to translate; without it (and without -i) lines are read from stdin.")] = None,
     input_file: Annotated[Path | None, typer.Option(
@@ -274,20 +270,9 @@ def translate(
     output_file: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write translations here instead of stdout.")] = None,
     run: RunOption = None,
-    beam: BeamOption = DecodeConfig.beam,
-    alpha: AlphaOption = DecodeConfig.alpha,
-    max_len_a: LenAOption = DecodeConfig.max_len_a,
-    max_len_b: LenBOption = DecodeConfig.max_len_b,
-    min_len: MinLenOption = DecodeConfig.min_len,
-    batch_size: BatchOption = DecodeConfig.batch_size,
-    device: DeviceOption = DEFAULT_DEVICE,
-    quantize: QuantizeOption = Quantize.none,
 ):
     """Translate text, a file, or stdin (one line out for each line in)."""
-    config = decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
-                            device)
-    translator = Translator.from_run(run or latest_run(), config.device,
-                                     quantize=quantize.value)
+    translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
     if text is not None:
         lines = iter(text.splitlines() or [""])
     elif input_file is not None:
@@ -297,7 +282,7 @@ def translate(
     chunk = 1 if lines is sys.stdin and sys.stdin.isatty() else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     try:
-        for translation in translator.translate_stream(lines, config, chunk):
+        for translation in translator.translate_stream(lines, decode, chunk):
             out.write(translation + "\n")
             out.flush()
     except UnicodeDecodeError as e:
@@ -309,7 +294,10 @@ def translate(
 
 @app.command("eval")
 @user_errors
+@with_decode_options
 def eval_command(
+    decode: DecodeConfig,
+    quantize: str,
     run: RunOption = None,
     src: Annotated[Path | None, typer.Option(help="Source file to translate and score.")] = None,
     ref: Annotated[Path | None, typer.Option(help="Reference translations.")] = None,
@@ -320,14 +308,6 @@ def eval_command(
     ter: Annotated[bool, typer.Option(help="Report TER.")] = False,
     lowercase: Annotated[bool, typer.Option(help="Case-insensitive scores.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    beam: BeamOption = DecodeConfig.beam,
-    alpha: AlphaOption = DecodeConfig.alpha,
-    max_len_a: LenAOption = DecodeConfig.max_len_a,
-    max_len_b: LenBOption = DecodeConfig.max_len_b,
-    min_len: MinLenOption = DecodeConfig.min_len,
-    batch_size: BatchOption = DecodeConfig.batch_size,
-    device: DeviceOption = DEFAULT_DEVICE,
-    quantize: QuantizeOption = Quantize.none,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -342,33 +322,24 @@ def eval_command(
     if src and hyp:
         raise UserError("use --src or --hyp, not both")
     if hyp:
-        hypotheses, references, source = read_lines(hyp), read_lines(ref), str(hyp)
+        result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
-        run_dir = run or latest_run()
-        if src is None:
-            config, _ = read_config(run_dir)
-            d = config.data
-            src = find_split_file(Path(d.data_dir), "test", d.src_lang)
-            ref = find_split_file(Path(d.data_dir), "test", d.tgt_lang)
-        decode = decode_options(beam, alpha, max_len_a, max_len_b, min_len, batch_size,
-                                device)
-        sources, references = read_lines(src), read_lines(ref)
-        if len(sources) != len(references):
-            raise UserError(f"line counts differ: {src} has {len(sources)} lines, "
-                            f"{ref} has {len(references)}")
-        translator = Translator.from_run(run_dir, decode.device, quantize=quantize.value)
-        hypotheses = translator.translate(sources, decode)
-        source = f"{run_dir} on {src}"
-    scores = score_texts(hypotheses, references, metrics, lowercase)
+        result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize)
+    show_scores(result, as_json)
+
+
+def show_scores(result: Evaluation, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"source": source, "reference": str(ref), "sentences": len(references),
-                          "scores": [vars(s) for s in scores]}))
+        print(json.dumps({"source": result.hypotheses, "reference": result.references,
+                          "sentences": result.sentences,
+                          "scores": [vars(s) for s in result.scores]}))
         return
-    table = Table(title=f"{source} vs {ref} ({len(references)} sentences)")
+    table = Table(title=f"{result.hypotheses} vs {result.references} "
+                        f"({result.sentences} sentences)")
     table.add_column("metric")
     table.add_column("score", justify="right")
     table.add_column("signature", overflow="fold")
-    for s in scores:
+    for s in result.scores:
         table.add_row(s.metric, f"{s.score:.2f}", s.signature)
     Console().print(table)
 
@@ -378,10 +349,6 @@ app.command("evaluate", help="Alias of eval.")(eval_command)
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and prepare corpora.")
 app.add_typer(data_app, name="data")
-
-
-class Corpus(str, Enum):
-    multi30k = "multi30k"
 
 
 @data_app.command("fetch")
@@ -416,7 +383,7 @@ def prepare_command(
     ] = TOKENIZER_SAMPLE,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
-    config = apply_overrides(preset(preset_name or DEFAULT_PRESET), parse_set(settings or []))
+    config = resolve_config(preset_name or DEFAULT_PRESET, settings=settings)
     info = prepare_corpus(data, out, src_lang, tgt_lang, config.tokenizer, config.data.max_len,
                           config.train.seed, sample)
     err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "

@@ -7,7 +7,6 @@ overrides are all checked against these fields, so a typo is an error, never a s
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from dataclasses import dataclass, field, fields
@@ -19,14 +18,21 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from .errors import UserError
 
-class UserError(Exception):
-    """A problem with the user's input (files, options, run directories): shown as one line."""
+# Every list of choices, defined once: the checks below and the command line's options use them.
+ARCHS = ("transformer", "gru")
+ATTENTION_SCORES = ("additive", "dot", "general")  # Bahdanau; Luong's dot and general
+TOKENIZER_TYPES = ("unigram", "bpe")
+SCHEDULES = ("inverse_sqrt", "constant", "plateau")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+QUANTIZATIONS = ("none", "int8")
 
 
 @dataclass(frozen=True)
 class DataConfig:
-    data_dir: str = "data/sample"  # holds SPLIT.LANG or SPLIT.LANG.gz files
+    data_dir: str = ""  # holds SPLIT.LANG or SPLIT.LANG.gz files; "": the bundled sample
     src_lang: str = "en"
     tgt_lang: str = "de"
     max_len: int = 100  # training pairs longer than this (in tokens, either side) are dropped
@@ -91,8 +97,18 @@ class DecodeConfig:
     max_len_b: int = 10
     min_len: int = 0  # outputs have at least this many tokens (<eos> is ruled out before)
     batch_size: int = 64
-    device: str = "auto"
+    device: str = "auto"  # auto: wherever the Translator was loaded; else move it there
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
+
+    def __post_init__(self) -> None:
+        for name in ("beam", "batch_size"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
+                                f"(got {getattr(self, name)})")
+        if self.min_len < 0:
+            raise UserError(f"--min-len must not be negative (got {self.min_len})")
+        check_choice("--device", self.device, DEVICES)
+        check_choice("--precision", self.precision, PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -103,22 +119,15 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
-        check_choice("model.arch", self.model.arch, ("transformer", "gru"))
-        check_choice("model.attention", self.model.attention, ("additive", "dot", "general"))
-        check_choice("tokenizer.model_type", self.tokenizer.model_type, ("unigram", "bpe"))
-        check_choice("train.schedule", self.train.schedule, ("inverse_sqrt", "constant", "plateau"))
-        check_choice("train.device", self.train.device, DEVICES)
-        check_choice("train.precision", self.train.precision, PRECISIONS)
-        for key in ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
-                    "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
-                    "train.validate_every", "train.max_bad_steps", "train.accum"):
+        for key, choices in CHOICES.items():
+            check_choice(key, self.get(key), choices)
+        for key in AT_LEAST_ONE:
             if self.get(key) < 1:
                 raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
-        for key in ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
-                    "train.warmup_steps", "train.weight_decay", "train.clip_norm"):
+        for key in NOT_NEGATIVE:
             if self.get(key) < 0:
                 raise UserError(f"{key} must not be negative (got {self.get(key)})")
-        for key in ("model.dropout", "train.label_smoothing"):
+        for key in PROBABILITIES:
             if not 0.0 <= self.get(key) < 1.0:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
         if self.train.lr <= 0:
@@ -139,8 +148,18 @@ class Config:
         return getattr(getattr(self, section), name)
 
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# The checks of Config, by key.
+CHOICES = {"model.arch": ARCHS, "model.attention": ATTENTION_SCORES,
+           "tokenizer.model_type": TOKENIZER_TYPES, "train.schedule": SCHEDULES,
+           "train.device": DEVICES, "train.precision": PRECISIONS}
+AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
+                "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
+                "train.validate_every", "train.max_bad_steps", "train.accum")
+NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
+                "train.warmup_steps", "train.weight_decay", "train.clip_norm")
+PROBABILITIES = ("model.dropout", "train.label_smoothing")
+LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
+
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
 
 # Presets are named overrides of the defaults above. The sample presets train in a few
@@ -157,14 +176,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tokenizer.vocab_size": 2000, "train.batch_tokens": 2048, "train.lr": 1e-3,
         "train.schedule": "constant", "train.max_steps": 1000, "train.validate_every": 250,
     },
-    # Multi30k: the reference Transformer of ../shared/bench (the defaults above, 7.6M
-    # parameters) with a warmup and validation interval sized for a 60-minute CPU budget.
+    # Multi30k: the reference Transformer of bench/peers (the defaults above, 7.6M parameters)
+    # with a warmup and validation interval sized for a 60-minute CPU budget.
     # In 20 minutes with --set train.precision=bf16 it reached 34.1 BLEU on test_2016_flickr.
     "multi30k-transformer": {
         "train.lr": 1e-3, "train.warmup_steps": 300, "train.validate_every": 250,
         "train.max_time": 3600.0,
     },
-    # Multi30k: the reference GRU of ../shared/bench (bidirectional encoder, Bahdanau attention
+    # Multi30k: the reference GRU of bench/peers (bidirectional encoder, Bahdanau attention
     # with input feeding, 256 wide, about 4M parameters) with more dropout for the ~30 epochs
     # that fit in 60 minutes on two CPU cores, and the rate halved when validation BLEU stalls.
     "multi30k-gru": {
@@ -277,6 +296,53 @@ def preset(name: str) -> Config:
     return apply_overrides(Config(), PRESETS[name])
 
 
+def command_line_overrides(settings: list[str] | None,
+                           options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`--set` strings, then the command's own options (None: not given), as one dict.
+
+    A limit given as an option (train.max_steps, max_time, epochs) replaces every limit that
+    came before it: `--max-steps 5` on a preset with a time budget trains 5 steps."""
+    given = {key: value for key, value in (options or {}).items() if value is not None}
+    if any(key in given for key in LIMITS):
+        given = {**dict.fromkeys(LIMITS, 0), **given}
+    return {**parse_set(settings or []), **given}
+
+
+RESUMABLE = (*LIMITS, "train.device", "train.precision", "train.accum", "train.compile",
+             "train.validate_every", "train.patience")  # what a resumed run may change
+
+
+def resume_config(config: Config, overrides: dict[str, Any]) -> Config:
+    """A stopped run's `config` with `overrides` for the rest of the run. Only RESUMABLE
+    settings may change; others may be given again, but with the run's own values."""
+    if "data.data_dir" in overrides and overrides["data.data_dir"]:
+        overrides = {**overrides, "data.data_dir": str(Path(overrides["data.data_dir"]).resolve())}
+    resumed = apply_overrides(config, overrides)
+    for key in overrides:
+        if key not in RESUMABLE and resumed.get(key) != config.get(key):
+            raise UserError(f"--resume: {key} is fixed by the run ({config.get(key)!r}); a "
+                            f"resumed run may change only {', '.join(RESUMABLE)}")
+    return resumed
+
+
+def resolve_config(preset_name: str | None = None, config_file: Path | None = None,
+                   settings: list[str] | None = None,
+                   options: dict[str, Any] | None = None) -> Config:
+    """The configuration of a new run. Later sources win: the preset (default: the one named
+    after the model.arch option, else DEFAULT_PRESET), then the TOML file, then `--set`,
+    then the options. A relative data directory is made absolute, so the run's config.json
+    still finds it from elsewhere."""
+    arch = (options or {}).get("model.arch")
+    config = preset(preset_name or arch or DEFAULT_PRESET)
+    if config_file is not None:
+        config = apply_overrides(config, load_toml(config_file))
+    config = apply_overrides(config, command_line_overrides(settings, options))
+    if config.data.data_dir:
+        config = apply_overrides(config, {
+            "data.data_dir": str(Path(config.data.data_dir).resolve())})
+    return config
+
+
 def to_dict(config: Config) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
@@ -302,43 +368,3 @@ def parse_duration(text: str) -> float:
     if not text:
         raise UserError("empty duration; use e.g. 90s, 20m or 1h30m")
     return total
-
-
-def resolve_device(name: str):
-    """'auto' picks cuda, then mps, then cpu; an explicit device must be available."""
-    import torch
-
-    check_choice("device", name, DEVICES)
-    if name == "auto":
-        if torch.cuda.is_available():
-            name = "cuda"
-        elif torch.backends.mps.is_available():
-            name = "mps"
-        else:
-            name = "cpu"
-    elif name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available")
-    elif name == "mps" and not torch.backends.mps.is_available():
-        raise UserError("--device mps: MPS is not available")
-    return torch.device(name)
-
-
-def autocast_dtype(device, precision: str):
-    """The autocast type `precision` asks for on `device`, or None for float32. 'auto' is bf16
-    on CUDA (fp16 on GPUs without bf16) and float32 elsewhere."""
-    import torch
-
-    check_choice("precision", precision, PRECISIONS)
-    if precision == "auto" and device.type == "cuda":
-        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-
-
-def mixed_precision(device, precision: str):
-    """An autocast context where `precision` asks for one, else a no-op. Matrix products then
-    run in bf16/fp16 (fast on GPUs, and bf16 on CPUs with AMX/AVX-512 bf16); weights, softmax,
-    norms and the loss stay in float32."""
-    import torch
-
-    dtype = autocast_dtype(device, precision)
-    return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()

@@ -12,15 +12,27 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .config import UserError
-from .tokenizer import EOS_ID, PAD_ID, SOS_ID, Tokenizer
+from .errors import UserError
+from .special_tokens import EOS_ID, PAD_ID, SOS_ID
+from .tokenizer import Tokenizer
 
 SPLITS = {"train": ("train",), "val": ("val", "valid", "dev"), "test": ("test",)}
+
+
+def sample_corpus() -> Path:
+    """The small English-German sample corpus that ships inside the package."""
+    return Path(str(resources.files("nmt_cli") / "sample"))
+
+
+def corpus_dir(data_dir: str | Path) -> Path:
+    """The folder a `data.data_dir` setting names; empty means the sample corpus."""
+    return Path(data_dir) if str(data_dir) else sample_corpus()
 
 
 def find_split_file(data_dir: Path, split: str, lang: str) -> Path:

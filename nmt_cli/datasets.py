@@ -14,9 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from .config import UserError
+from .errors import UserError
 from .files import atomic_write
 
+CORPORA = ("multi30k",)  # what `nmt data fetch` knows
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 MULTI30K_SPLITS = ("train", "val", "test_2016_flickr")
 MULTI30K_SHA256 = {  # task 1, raw text, as published in the Multi30k data repository

@@ -16,7 +16,8 @@ NCCL connects GPUs, gloo CPUs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -31,17 +32,23 @@ class World:
     rank: int = 0
     size: int = 1
     local_rank: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
-    def share(self, batches: list[list[int]]) -> tuple[list[list[int]], bool]:
-        """This rank's batches of an update. When an epoch's last update has fewer batches than
-        ranks, a rank left without one runs the first with no weight (returned False), so that
-        every rank still joins the gradient averaging."""
+    def share(self, batches: list[Any]) -> tuple[list[Any], bool]:
+        """This rank's batches of an update, and whether they count. When an epoch's last
+        update has fewer batches than ranks, a rank left without one runs the first with no
+        weight (False), so that every rank still joins the gradient averaging."""
         mine = batches[self.rank :: self.size]
         return (mine, True) if mine else (batches[:1], False)
+
+    def no_sync(self, module: torch.nn.Module, last: bool):
+        """While accumulating (not the `last` batch of an update), DDP keeps its gradients
+        local; the last batch's backward pass averages them over the ranks."""
+        return module.no_sync() if self.size > 1 and not last else nullcontext()
 
     def barrier(self) -> None:
         if self.size > 1:
@@ -59,9 +66,7 @@ class World:
         """Element-wise maximum over ranks (e.g. of a stop flag and the elapsed time)."""
         if self.size == 1:
             return list(values)
-        tensor = torch.tensor(values, dtype=torch.float64)
-        if dist.get_backend() == "nccl":
-            tensor = tensor.cuda()
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.collective_device)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return tensor.tolist()
 
@@ -72,36 +77,43 @@ class World:
             dist.all_reduce(value)
         return value
 
+    @property
+    def collective_device(self) -> torch.device:
+        """NCCL reduces tensors on GPUs; gloo on the CPU."""
+        return self.device if self.device.type == "cuda" else torch.device("cpu")
 
-def init(device_type: str) -> World:
-    """Join the process group that torchrun describes; a lone process gets World()."""
+
+def init(device: torch.device) -> World:
+    """Join the process group that torchrun describes; a lone process gets World(device=...).
+    On CUDA each rank first takes the GPU of its local rank, before any collective runs, so
+    that no two ranks share cuda:0."""
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size == 1:
-        return World()
+        return World(device=device)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.type == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device_type == "cuda" else "gloo", timeout=TIMEOUT)
-    return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=TIMEOUT,
+                                device_id=device if device.type == "cuda" else None)
+    return World(dist.get_rank(), dist.get_world_size(), local_rank, device)
 
 
-def device_for(world: World, device: torch.device) -> torch.device:
-    """Each rank on a CUDA machine takes the GPU of its local rank."""
-    if device.type == "cuda" and world.size > 1:
-        torch.cuda.set_device(world.local_rank)
-        return torch.device("cuda", world.local_rank)
-    return device
-
-
-def wrap(module: torch.nn.Module, world: World, device: torch.device) -> torch.nn.Module:
+def wrap(module: torch.nn.Module, world: World) -> torch.nn.Module:
     """DistributedDataParallel around `module` when there are several ranks."""
     if world.size == 1:
         return module
     from torch.nn.parallel import DistributedDataParallel
 
-    ids = [device.index] if device.type == "cuda" else None
+    ids = [world.device.index] if world.device.type == "cuda" else None
     # The only buffers (positional encodings) never change: no need to send them each step.
     return DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
 
 
-def close() -> None:
-    if dist.is_initialized():
+def leave(world: World) -> None:
+    """Leave the process group together: wait for every rank, then tear it down. A rank that
+    exits while another still talks to it can make that one abort."""
+    if world.size > 1 and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()

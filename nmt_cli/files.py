@@ -18,8 +18,10 @@ def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; use the usual mode
         write(tmp)
+        # mkstemp makes 0600 files, and some writers (safetensors) replace the file with one
+        # of their own: give the result the mode any new file gets, so others can read it.
+        os.chmod(tmp, 0o666 & ~_umask())
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .tokenizer import PAD_ID
+from .special_tokens import PAD_ID
 
 SLICE_ELEMENTS = 2**21  # logits per slice: 2M floats, 8 MB in float32
 
@@ -89,6 +89,15 @@ def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: 
     return total
 
 
+def teacher_forced_loss(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor,
+                        tgt_out: torch.Tensor, teacher_forcing_ratio: float = 1.0,
+                        label_smoothing: float = 0.0) -> torch.Tensor:
+    """The summed output loss of `model` reading the reference prefix `tgt_in` (teacher
+    forcing) and predicting `tgt_out`: a float32 scalar."""
+    features = model.features(src, tgt_in, teacher_forcing_ratio)
+    return output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing)
+
+
 class TeacherForcedLoss(nn.Module):
     """A model and its summed output loss as one module: the unit DistributedDataParallel wraps
     (its gradient averaging hooks in through the wrapped module's forward)."""
@@ -99,6 +108,5 @@ class TeacherForcedLoss(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
                 teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
-        features = self.model.features(src, tgt_in, teacher_forcing_ratio)
-        return output_cross_entropy(features, self.model.output_proj.weight, tgt_out,
-                                    label_smoothing)
+        return teacher_forced_loss(self.model, src, tgt_in, tgt_out, teacher_forcing_ratio,
+                                   label_smoothing)

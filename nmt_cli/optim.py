@@ -1,12 +1,15 @@
-"""The optimizer, the learning-rate schedule, and the gradient scaler of fp16 training."""
+"""The optimizer, the learning-rate schedule, the gradient scaler of fp16 training, and the
+Updater that applies them."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-from .config import Config, autocast_dtype
+from .config import Config
+from .devices import autocast_dtype
 
 
 def lr_factor(step: int, schedule: str, warmup_steps: int) -> float:
@@ -42,8 +45,62 @@ def make_scaler(config: Config, device: torch.device) -> torch.amp.GradScaler | 
     return None
 
 
-def fast_matmuls(device: torch.device) -> None:
-    """TF32 matrix products for float32 work on NVIDIA GPUs (Ampere and later)."""
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+
+class Updater:
+    """Turns a loss into a parameter update: backward (scaled for fp16), gradient clipping,
+    the AdamW step, and the schedule. A NaN/inf loss or gradient skips the update."""
+
+    def __init__(self, model: torch.nn.Module, config: Config, device: torch.device):
+        self.parameters = list(model.parameters())
+        self.clip_norm = config.train.clip_norm
+        self.optimizer = make_optimizer(model, config, device)
+        self.scheduler = make_scheduler(self.optimizer, config)
+        self.scaler = make_scaler(config, device)
+        self.steps_on_validation = isinstance(
+            self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+
+    @property
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+
+    def step(self, loss: torch.Tensor) -> bool:
+        """Clip and apply the accumulated gradients; False (and no update) when `loss` or the
+        gradient norm is not finite."""
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.clip_norm)
+        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+            if self.scaler:
+                self.scaler.update()  # a smaller loss scale next time
+            self.zero_grad()
+            return False
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        if not self.steps_on_validation:
+            self.scheduler.step()
+        return True
+
+    def validated(self, bleu: float) -> None:
+        """The plateau schedule lowers the rate when validation BLEU stalls."""
+        if self.steps_on_validation:
+            self.scheduler.step(bleu)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                **({"scaler": self.scaler.state_dict()} if self.scaler else {})}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if self.scaler and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])

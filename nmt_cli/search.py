@@ -10,12 +10,14 @@ steps, which makes decoding speed comparable across toolkits).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from .config import DecodeConfig
 from .data import source_tensor
 from .models.base import Seq2Seq
-from .tokenizer import EOS_ID, PAD_ID, SOS_ID
+from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 
 
 def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
@@ -30,7 +32,7 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def never_special(logits: torch.Tensor, allow_eos: bool = True) -> torch.Tensor:
+def forbid_special_tokens(logits: torch.Tensor, allow_eos: bool = True) -> torch.Tensor:
     """Logits with <pad> and <sos> ruled out: a translation never contains them; nor <eos>
     while the output is shorter than its minimum length."""
     logits = logits.clone()
@@ -48,7 +50,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
     outputs: list[list[int]] = [[] for _ in range(src.size(0))]
     for step in range(int(limits.max())):
         logits, state = model.decode_step(tokens, state)
-        tokens = never_special(logits, step >= min_len).argmax(-1)  # (alive,)
+        tokens = forbid_special_tokens(logits, step >= min_len).argmax(-1)  # (alive,)
         done = (tokens == EOS_ID) | (step + 1 >= limits[alive])
         for row, token in zip(alive.tolist(), tokens.tolist()):
             if token != EOS_ID:
@@ -61,6 +63,51 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
     return outputs
 
 
+@dataclass
+class Hypotheses:
+    """The finished hypotheses of each sentence: (score, token ids) pairs, best kept later."""
+
+    beam_size: int
+    finished: list[list[tuple[float, list[int]]]] = field(default_factory=list)
+
+    def is_full(self, sentence: int) -> bool:
+        return len(self.finished[sentence]) >= self.beam_size
+
+    def add(self, sentence: int, tokens: list[int], log_prob: float, ended_with_eos: bool,
+            alpha: float) -> None:
+        """Finish one hypothesis; `tokens` holds its last token unless that was <eos>. Its
+        score is log P / length_penalty over the tokens scored (<eos> included)."""
+        if not self.is_full(sentence):
+            length = len(tokens) + ended_with_eos
+            self.finished[sentence].append((log_prob / length_penalty(length, alpha), tokens))
+
+    def best(self) -> list[list[int]]:
+        return [max(hyps, key=lambda h: h[0])[1] for hyps in self.finished]
+
+
+@dataclass
+class Beams:
+    """The live hypotheses of the sentences still decoding, k per sentence."""
+
+    scores: torch.Tensor  # (sentences, k): total log-probability
+    history: torch.Tensor  # (sentences, k, step): tokens so far
+    alive: torch.Tensor  # (sentences,): each row's sentence in the input batch
+
+    def finish_ended(self, hypotheses: Hypotheses, beams, tokens, top_scores, ends,
+                     alpha: float) -> None:
+        """Move the candidates that end (<eos> or the length limit) among each sentence's top
+        k into `hypotheses`. beams, tokens, top_scores, ends: (sentences, 2k)."""
+        k = hypotheses.beam_size
+        for row, col in ends[:, :k].nonzero().tolist():
+            tokens_so_far = self.history[row, beams[row, col]].tolist()
+            token = tokens[row, col].item()
+            ended_with_eos = token == EOS_ID
+            if not ended_with_eos:  # stopped by the length limit: keep the last token
+                tokens_so_far.append(token)
+            hypotheses.add(self.alive[row].item(), tokens_so_far, top_scores[row, col].item(),
+                           ended_with_eos, alpha)
+
+
 @torch.inference_mode()
 def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_size: int,
                 alpha: float, min_len: int = 0) -> list[list[int]]:
@@ -69,56 +116,53 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
     A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
     log P / length_penalty; a sentence is done once it has `beam_size` finished hypotheses.
     """
-    n, k = src.size(0), beam_size
-    state = model.start(src).select(torch.arange(n, device=src.device).repeat_interleave(k))
-    scores = torch.full((n, k), float("-inf"), device=src.device)
+    n, k, device = src.size(0), beam_size, src.device
+    state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k))
+    scores = torch.full((n, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: only the first one may expand
-    history = torch.empty(n, k, 0, dtype=torch.long, device=src.device)  # (n, k, step)
-    last = torch.full((n * k,), SOS_ID, dtype=torch.long, device=src.device)
-    alive = torch.arange(n, device=src.device)  # original sentence of each active row
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
+    beams = Beams(scores, torch.empty(n, k, 0, dtype=torch.long, device=device),
+                  torch.arange(n, device=device))
+    hypotheses = Hypotheses(k, [[] for _ in range(n)])
+    last = torch.full((n * k,), SOS_ID, dtype=torch.long, device=device)
     for step in range(int(limits.max())):
         logits, state = model.decode_step(last, state)
-        log_probs = torch.log_softmax(never_special(logits.float(), step >= min_len),
+        log_probs = torch.log_softmax(forbid_special_tokens(logits.float(), step >= min_len),
                                       dim=-1)  # (n*k, vocab)
-        vocab = log_probs.size(-1)
-        candidates = (scores.view(-1, 1) + log_probs).view(len(alive), k * vocab)
-        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
-        beams, tokens = top_ids // vocab, top_ids % vocab
-        at_limit = step + 1 >= limits[alive]  # (n,)
-        ends = (tokens == EOS_ID) | at_limit.unsqueeze(1)
-        finish(finished, alive, history, beams, tokens, top_scores, ends[:, :k], alpha)
-        # Continue with the k best candidates that did not end.
-        next_scores, pos = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
-        rows = (torch.arange(len(alive), device=src.device) * k).unsqueeze(1) + beams.gather(1, pos)
-        tokens = tokens.gather(1, pos)  # (n, k)
-        flat = history.reshape(len(alive) * k, step)
-        history = torch.cat([flat[rows.view(-1)].view(len(alive), k, step),
-                             tokens.unsqueeze(2)], dim=2)
-        done = at_limit | torch.tensor([len(finished[s]) >= k for s in alive.tolist()],
-                                       device=src.device)
+        rows, tokens, at_limit = advance(beams, hypotheses, log_probs, limits, alpha)
+        done = at_limit | torch.tensor([hypotheses.is_full(s) for s in beams.alive.tolist()],
+                                       device=device)
         if done.all():
             break
         keep = (~done).nonzero().squeeze(1)
         state = state.select(rows[keep].view(-1))
-        scores, history, alive = next_scores[keep], history[keep], alive[keep]
+        beams = Beams(beams.scores[keep], beams.history[keep], beams.alive[keep])
         last = tokens[keep].view(-1)
-    return [max(hyps, key=lambda h: h[0])[1] for hyps in finished]
+    return hypotheses.best()
 
 
-def finish(finished, alive, history, beams, tokens, top_scores, ends, alpha) -> None:
-    """Record ended candidates among the top k of each active sentence."""
-    for row, col in ends.nonzero().tolist():
-        sentence = alive[row].item()
-        if len(finished[sentence]) >= ends.size(1):
-            continue
-        hypothesis = history[row, beams[row, col]].tolist()
-        token = tokens[row, col].item()
-        length = len(hypothesis) + 1  # tokens scored, <eos> included
-        if token != EOS_ID:  # stopped by the length limit: keep the last token
-            hypothesis.append(token)
-        score = top_scores[row, col].item() / length_penalty(length, alpha)
-        finished[sentence].append((score, hypothesis))
+def advance(beams: Beams, hypotheses: Hypotheses, log_probs: torch.Tensor,
+            limits: torch.Tensor, alpha: float):
+    """One step of beam search: extend every live hypothesis by every token, finish those that
+    end, and keep the k best that go on (updating `beams` in place). Returns the state rows
+    they came from (sentences, k), their new tokens (sentences, k), and which sentences have
+    reached their length limit (sentences,)."""
+    sentences, k, vocab = len(beams.alive), hypotheses.beam_size, log_probs.size(-1)
+    candidates = (beams.scores.view(-1, 1) + log_probs).view(sentences, k * vocab)
+    top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
+    parents, tokens = top_ids // vocab, top_ids % vocab
+    at_limit = beams.history.size(2) + 1 >= limits[beams.alive]  # (n,)
+    ends = (tokens == EOS_ID) | at_limit.unsqueeze(1)
+    beams.finish_ended(hypotheses, parents, tokens, top_scores, ends, alpha)
+    # Continue with the k best candidates that did not end.
+    beams.scores, pos = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
+    rows = (torch.arange(sentences, device=log_probs.device) * k).unsqueeze(1)
+    rows = rows + parents.gather(1, pos)  # (n, k): rows of the flat (n*k) state
+    tokens = tokens.gather(1, pos)  # (n, k)
+    step = beams.history.size(2)
+    flat = beams.history.reshape(sentences * k, step)
+    beams.history = torch.cat([flat[rows.view(-1)].view(sentences, k, step),
+                               tokens.unsqueeze(2)], dim=2)
+    return rows, tokens, at_limit
 
 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:

@@ -1,6 +1,7 @@
 """SentencePiece subword tokenization with fixed ids for the special tokens.
 
-Every model sees the same four special ids: <pad> = 0, <unk> = 1, <sos> = 2, <eos> = 3.
+Every model sees the same four special ids (special_tokens.py): <pad> = 0, <unk> = 1,
+<sos> = 2, <eos> = 3.
 A joint model (the default) segments source and target with one vocabulary; otherwise each
 side has its own.
 """
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from .config import TokenizerConfig, UserError
+from .config import TokenizerConfig
+from .errors import UserError
 from .files import atomic_write_bytes
+from .special_tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
-PAD_ID, UNK_ID, SOS_ID, EOS_ID = 0, 1, 2, 3
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
 
 

@@ -12,7 +12,9 @@ import torch
 from torch import nn
 
 from .checkpoint import BEST_WEIGHTS, Run, load_run
-from .config import DecodeConfig, UserError, mixed_precision, resolve_device
+from .config import QUANTIZATIONS, DecodeConfig, check_choice
+from .devices import mixed_precision, resolve_device
+from .errors import UserError
 from .search import translate_ids
 
 
@@ -27,17 +29,24 @@ class Translator:
                  quantize: str = "none") -> Translator:
         """Load a run's best weights (or `weights`, e.g. last.safetensors) onto `device`;
         quantize="int8" stores the linear layers' weights in int8 (CPU only)."""
+        check_choice("--quantize", quantize, QUANTIZATIONS)
         resolved = resolve_device(device)
         run = load_run(Path(run_dir), resolved, weights)
         if quantize == "int8":
             run = dataclasses.replace(run, model=quantize_int8(run.model, resolved))
-        elif quantize != "none":
-            raise UserError(f"--quantize must be none or int8 (got {quantize!r})")
         return cls(run, resolved)
+
+    def move_to(self, device: str) -> None:
+        """Move the model to `device` ("auto": leave it where it is)."""
+        if device == "auto" or resolve_device(device) == self.device:
+            return
+        self.device = resolve_device(device)
+        self.run = dataclasses.replace(self.run, model=self.run.model.to(self.device))
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
         config = config or DecodeConfig()
+        self.move_to(config.device)
         tokenizer = self.run.tokenizer
         src_ids = [ids if line.strip() else []
                    for line, ids in zip(lines, tokenizer.encode_src(lines))]

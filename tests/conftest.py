@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from nmt_cli.config import ModelConfig
+from nmt_cli.data import sample_corpus
 from nmt_cli.models import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "sample"
-MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+SAMPLE = sample_corpus()  # nmt_cli/sample/, the corpus that ships in the package
 
 TINY = ModelConfig(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
                    d_ff=64, dropout=0.0)

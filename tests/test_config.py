@@ -3,8 +3,15 @@
 import pytest
 
 from nmt_cli.config import (
+    ARCHS,
+    ATTENTION_SCORES,
+    CHOICES,
+    DEFAULT_PRESET,
+    DEVICES,
+    PRECISIONS,
     PRESETS,
     Config,
+    DecodeConfig,
     UserError,
     apply_overrides,
     from_dict,
@@ -12,6 +19,8 @@ from nmt_cli.config import (
     parse_duration,
     parse_set,
     preset,
+    resolve_config,
+    resume_config,
     to_dict,
 )
 
@@ -61,3 +70,54 @@ def test_durations():
     assert parse_duration("90") == 90 and parse_duration("1h30m") == 5400
     with pytest.raises(UserError, match="invalid duration"):
         parse_duration("soon")
+
+
+def test_resolve_config_applies_sources_in_the_stated_order(tmp_path):
+    toml = tmp_path / "settings.toml"
+    toml.write_text("[model]\nd_model = 96\nnum_heads = 4\n[train]\nlr = 0.002\nseed = 7\n")
+    # preset < TOML < --set < options
+    config = resolve_config("gru", toml, ["train.lr=0.003", "train.seed=8"], {"train.seed": 9})
+    assert config.model.arch == "gru"  # from the preset
+    assert config.model.d_model == 96  # TOML over the preset's 128
+    assert config.train.lr == 0.003  # --set over TOML
+    assert config.train.seed == 9  # an option over --set
+    assert resolve_config(options={"model.arch": "gru"}) == preset("gru")  # preset from --arch
+    assert resolve_config() == preset(DEFAULT_PRESET)
+
+
+def test_a_limit_option_replaces_every_earlier_limit():
+    config = resolve_config("multi30k-transformer", options={"train.max_steps": 5})
+    assert (config.train.max_steps, config.train.max_time) == (5, 0.0)
+    kept = resolve_config("multi30k-transformer", settings=["train.max_steps=5"])
+    assert (kept.train.max_steps, kept.train.max_time) == (5, 3600.0)  # --set only adds
+
+
+def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = resolve_config(options={"data.data_dir": "corpus"})
+    assert config.data.data_dir == str(tmp_path / "corpus")
+    assert resolve_config().data.data_dir == ""  # the bundled sample
+
+
+def test_a_resumed_run_keeps_its_model_and_data():
+    run = preset("transformer")
+    resumed = resume_config(run, {"train.max_steps": "2000", "model.d_model": "128"})
+    assert resumed.train.max_steps == 2000  # a limit may change; a setting given again unchanged
+    with pytest.raises(UserError, match="model.d_model is fixed by the run"):
+        resume_config(run, {"model.d_model": "64"})
+
+
+def test_choice_lists_are_the_command_lines_choices():
+    from nmt_cli.cli import Arch, Device, Precision
+
+    assert tuple(c.value for c in Arch) == ARCHS
+    assert tuple(c.value for c in Device) == DEVICES
+    assert tuple(c.value for c in Precision) == PRECISIONS
+    assert CHOICES["model.attention"] == ATTENTION_SCORES
+
+
+def test_decode_config_checks_its_fields():
+    with pytest.raises(UserError, match="--beam"):
+        DecodeConfig(beam=0)
+    with pytest.raises(UserError, match="--device"):
+        DecodeConfig(device="tpu")

@@ -24,7 +24,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..attention import attend_with_scores, make_score, padding_mask
 from ..config import ModelConfig
 from ..dropout import Dropout
-from ..tokenizer import PAD_ID
+from ..special_tokens import PAD_ID
 from .base import DecoderState, Seq2Seq
 
 
@@ -81,8 +81,9 @@ class GRUSeq2Seq(Seq2Seq):
         hidden = torch.tanh(self.bridge(mean))
         return GRUState(hidden, memory, self.score.project_keys(memory), src_mask)
 
-    def attentional(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """Output features from the decoder state and the context vector: (..., d)."""
+    def mix_context(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """The output features tanh(W_c [h; c]) that mix the decoder state h with the context
+        vector c (Luong's "attentional hidden state"): (..., d)."""
         return self.dropout(torch.tanh(self.combine(torch.cat([hidden, context], dim=-1))))
 
     def decode_step(self, prev_tokens: torch.Tensor, state: GRUState):
@@ -101,7 +102,7 @@ class GRUSeq2Seq(Seq2Seq):
             scores = self.score(hidden.transpose(0, 1), state.keys)  # (batch, 1, src_len)
             context, weights = attend_with_scores(scores, state.memory, state.src_mask)
         hidden = hidden.squeeze(0)  # (batch, d)
-        features = self.attentional(hidden, context.squeeze(1))  # (batch, d)
+        features = self.mix_context(hidden, context.squeeze(1))  # (batch, d)
         return features, GRUState(hidden, state.memory, state.keys, state.src_mask, weights)
 
     def features(self, src: torch.Tensor, tgt_in: torch.Tensor,
@@ -128,7 +129,7 @@ class GRUSeq2Seq(Seq2Seq):
                              state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
         scores = self.score(hiddens, state.keys)  # (batch, tgt_len, src_len)
         context, _ = attend_with_scores(scores, state.memory, state.src_mask)
-        return self.attentional(hiddens, context)
+        return self.mix_context(hiddens, context)
 
     def attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Attention weights of every target step over the source: (batch, tgt_len, src_len)."""

@@ -79,9 +79,10 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         d, drop = config.d_model, config.dropout
+        # Each sub-layer, then the residual connection and LayerNorm around it.
         self.self_attention = MultiHeadAttention(d, config.num_heads, drop)
-        self.feed_forward = FeedForward(d, config.d_ff, drop)
         self.attention_block = Residual(d, drop, config.norm_first)
+        self.feed_forward = FeedForward(d, config.d_ff, drop)
         self.feed_forward_block = Residual(d, drop, config.norm_first)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
@@ -94,11 +95,11 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         d, drop = config.d_model, config.dropout
-        self.self_attention = MultiHeadAttention(d, config.num_heads, drop)
-        self.cross_attention = MultiHeadAttention(d, config.num_heads, drop)
-        self.feed_forward = FeedForward(d, config.d_ff, drop)
+        self.self_attention = MultiHeadAttention(d, config.num_heads, drop)  # masked (causal)
         self.self_attention_block = Residual(d, drop, config.norm_first)
+        self.cross_attention = MultiHeadAttention(d, config.num_heads, drop)  # over the memory
         self.cross_attention_block = Residual(d, drop, config.norm_first)
+        self.feed_forward = FeedForward(d, config.d_ff, drop)
         self.feed_forward_block = Residual(d, drop, config.norm_first)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,

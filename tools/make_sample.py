@@ -1,1056 +1,41 @@
-"""Build the small English-German sample corpus in this folder.
+"""Build the small English-German sample corpus that ships in nmt_cli/sample/.
 
 The corpus consists of
 
-* hand-written sentence pairs (the ``HAND`` table below), and
-* pairs generated from hand-written templates.  The templates carry German
-  gender, number and case information, so articles, adjective endings and
-  verb forms always agree.
+* hand-written sentence pairs, read from ``sample_pairs.tsv`` beside this script
+  (a header line ``en<TAB>de``, then one pair per line), and
+* pairs generated from hand-written templates below.  The templates carry German
+  gender, number and case information, so articles, adjective endings and verb
+  forms always agree.
 
-Everything is deterministic: the same seed gives the same files.  Run with
-Python 3.11 or newer, standard library only::
+All pairs are de-duplicated, shuffled with a fixed seed and split into test (200),
+val (200) and train (the rest).  The same inputs give byte-for-byte the same files.
+Standard library only; run from the repository root::
 
-    python3 data/sample/make_sample.py
-
-The script writes train/val/test .en/.de files next to itself.
+    python tools/make_sample.py              # rewrites nmt_cli/sample/*.{en,de}
+    python tools/make_sample.py --out DIR    # writes the six files into DIR instead
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 SEED = 20240611
 N_TEST = 200
 N_VAL = 200
-OUT_DIR = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent
+PAIRS_TSV = HERE / "sample_pairs.tsv"
+DEFAULT_OUT = HERE.parent / "nmt_cli" / "sample"
 
-# ---------------------------------------------------------------------------
-# Hand-written sentence pairs: an English line, then its German translation
-# on the next line, indented.
-# ---------------------------------------------------------------------------
-
-HAND = """
-I love machine learning.
-    Ich liebe maschinelles Lernen.
-Machine learning is a branch of artificial intelligence.
-    Maschinelles Lernen ist ein Teilgebiet der künstlichen Intelligenz.
-Machine learning needs a lot of data.
-    Maschinelles Lernen braucht viele Daten.
-The model learns from examples.
-    Das Modell lernt aus Beispielen.
-We trained the model for three days.
-    Wir haben das Modell drei Tage lang trainiert.
-The model makes fewer mistakes now.
-    Das Modell macht jetzt weniger Fehler.
-The training takes about two hours.
-    Das Training dauert ungefähr zwei Stunden.
-Our model translates English sentences into German.
-    Unser Modell übersetzt englische Sätze ins Deutsche.
-The translation is not perfect, but it is good.
-    Die Übersetzung ist nicht perfekt, aber sie ist gut.
-A larger model needs more memory.
-    Ein größeres Modell braucht mehr Speicher.
-The GPU is much faster than the CPU.
-    Die GPU ist viel schneller als die CPU.
-We need more training data.
-    Wir brauchen mehr Trainingsdaten.
-The test data must stay separate.
-    Die Testdaten müssen getrennt bleiben.
-She explains machine learning to her students.
-    Sie erklärt ihren Studenten maschinelles Lernen.
-Machine learning is not magic.
-    Maschinelles Lernen ist keine Zauberei.
-He has been working on machine learning for ten years.
-    Er beschäftigt sich seit zehn Jahren mit maschinellem Lernen.
-The loss is getting smaller.
-    Der Verlust wird kleiner.
-The model memorizes the training data.
-    Das Modell lernt die Trainingsdaten auswendig.
-Every sentence has a translation.
-    Jeder Satz hat eine Übersetzung.
-The vocabulary contains eight thousand words.
-    Das Vokabular enthält achttausend Wörter.
-The model reads one sentence after another.
-    Das Modell liest einen Satz nach dem anderen.
-Neural networks have many parameters.
-    Neuronale Netze haben viele Parameter.
-Which model is better?
-    Welches Modell ist besser?
-The results look promising.
-    Die Ergebnisse sehen vielversprechend aus.
-We evaluate the model on the test set.
-    Wir evaluieren das Modell auf dem Testdatensatz.
-The BLEU score has improved.
-    Der BLEU-Wert hat sich verbessert.
-Machine translation has become much better.
-    Maschinelle Übersetzung ist viel besser geworden.
-Can a computer really understand language?
-    Kann ein Computer Sprache wirklich verstehen?
-Language is more than a list of words.
-    Sprache ist mehr als eine Liste von Wörtern.
-The model does not know this word.
-    Das Modell kennt dieses Wort nicht.
-Rare words are difficult for the model.
-    Seltene Wörter sind für das Modell schwierig.
-I am learning machine learning in my free time.
-    Ich lerne in meiner Freizeit maschinelles Lernen.
-My brother works in machine learning.
-    Mein Bruder arbeitet im Bereich des maschinellen Lernens.
-This course is an introduction to machine learning.
-    Dieser Kurs ist eine Einführung in das maschinelle Lernen.
-Machine learning models can make mistakes.
-    Modelle des maschinellen Lernens können Fehler machen.
-The data must be clean before training.
-    Die Daten müssen vor dem Training sauber sein.
-We split the data into three parts.
-    Wir teilen die Daten in drei Teile auf.
-The model was trained on a small corpus.
-    Das Modell wurde auf einem kleinen Korpus trainiert.
-A small corpus is enough for a quick test.
-    Ein kleines Korpus reicht für einen schnellen Test.
-Attention is an important idea in neural networks.
-    Aufmerksamkeit ist eine wichtige Idee in neuronalen Netzen.
-The transformer is a popular architecture.
-    Der Transformer ist eine beliebte Architektur.
-She is writing her thesis on machine translation.
-    Sie schreibt ihre Abschlussarbeit über maschinelle Übersetzung.
-Artificial intelligence is changing many jobs.
-    Künstliche Intelligenz verändert viele Berufe.
-I don't trust the model yet.
-    Ich vertraue dem Modell noch nicht.
-The model gives a different answer every time.
-    Das Modell gibt jedes Mal eine andere Antwort.
-Please check the translation again.
-    Bitte überprüfe die Übersetzung noch einmal.
-The computer is still training the model.
-    Der Computer trainiert das Modell noch.
-Training stops after ten epochs.
-    Das Training endet nach zehn Epochen.
-Data is the fuel of machine learning.
-    Daten sind der Treibstoff des maschinellen Lernens.
-Good data is more important than a big model.
-    Gute Daten sind wichtiger als ein großes Modell.
-We compare two models.
-    Wir vergleichen zwei Modelle.
-The first model is faster, but the second one is more accurate.
-    Das erste Modell ist schneller, aber das zweite ist genauer.
-I am reading a paper about language models.
-    Ich lese einen Fachartikel über Sprachmodelle.
-Language models predict the next word.
-    Sprachmodelle sagen das nächste Wort vorher.
-The model has learned a lot.
-    Das Modell hat viel gelernt.
-Who trained this model?
-    Wer hat dieses Modell trainiert?
-The model cannot translate names correctly.
-    Das Modell kann Namen nicht richtig übersetzen.
-Machine learning helps doctors with diagnoses.
-    Maschinelles Lernen hilft Ärzten bei Diagnosen.
-I love working with data.
-    Ich arbeite sehr gern mit Daten.
-I love languages and computers.
-    Ich liebe Sprachen und Computer.
-I love machine learning and statistics.
-    Ich liebe maschinelles Lernen und Statistik.
-Why do you love machine learning?
-    Warum liebst du maschinelles Lernen?
-Machine learning is my favorite subject.
-    Maschinelles Lernen ist mein Lieblingsfach.
-I have been interested in machine learning for a long time.
-    Ich interessiere mich schon lange für maschinelles Lernen.
-The translation of this sentence is wrong.
-    Die Übersetzung dieses Satzes ist falsch.
-Translating poems is very hard.
-    Gedichte zu übersetzen ist sehr schwer.
-Every language has its own rules.
-    Jede Sprache hat ihre eigenen Regeln.
-German has three grammatical genders.
-    Im Deutschen gibt es drei grammatische Geschlechter.
-German nouns are always capitalized.
-    Deutsche Substantive werden immer großgeschrieben.
-The model that we trained yesterday is better.
-    Das Modell, das wir gestern trainiert haben, ist besser.
-The data that we collected is incomplete.
-    Die Daten, die wir gesammelt haben, sind unvollständig.
-The sentence that the model translated is correct.
-    Der Satz, den das Modell übersetzt hat, ist korrekt.
-If the model is too slow, we need a better GPU.
-    Wenn das Modell zu langsam ist, brauchen wir eine bessere GPU.
-How many languages does the model support?
-    Wie viele Sprachen unterstützt das Modell?
-The model translates short sentences well.
-    Das Modell übersetzt kurze Sätze gut.
-Long sentences are still a problem.
-    Lange Sätze sind immer noch ein Problem.
-I love machine learning because it is creative.
-    Ich liebe maschinelles Lernen, weil es kreativ ist.
-My computer is very slow today.
-    Mein Computer ist heute sehr langsam.
-Please restart your computer.
-    Bitte starte deinen Computer neu.
-The computer does not start.
-    Der Computer startet nicht.
-Where is the power button?
-    Wo ist der Einschaltknopf?
-The screen is too dark.
-    Der Bildschirm ist zu dunkel.
-I forgot my password.
-    Ich habe mein Passwort vergessen.
-Choose a strong password.
-    Wähle ein sicheres Passwort.
-The internet is down again.
-    Das Internet ist schon wieder ausgefallen.
-The Wi-Fi password is on the back of the router.
-    Das WLAN-Passwort steht auf der Rückseite des Routers.
-Can you send me the link?
-    Kannst du mir den Link schicken?
-I will send you the file tomorrow.
-    Ich schicke dir die Datei morgen.
-The file is too large for an email.
-    Die Datei ist zu groß für eine E-Mail.
-Did you save the document?
-    Hast du das Dokument gespeichert?
-The program crashed again.
-    Das Programm ist schon wieder abgestürzt.
-The app needs an update.
-    Die App braucht ein Update.
-Updates are important for security.
-    Updates sind wichtig für die Sicherheit.
-My phone battery is almost empty.
-    Der Akku meines Handys ist fast leer.
-I have no signal here.
-    Ich habe hier keinen Empfang.
-Call me when you arrive.
-    Ruf mich an, wenn du ankommst.
-She sent me a text message.
-    Sie hat mir eine SMS geschickt.
-I take a lot of photos with my phone.
-    Ich mache viele Fotos mit meinem Handy.
-The camera on this phone is excellent.
-    Die Kamera dieses Handys ist ausgezeichnet.
-He spends too much time on his phone.
-    Er verbringt zu viel Zeit am Handy.
-The website loads very slowly.
-    Die Website lädt sehr langsam.
-I found the answer on the internet.
-    Ich habe die Antwort im Internet gefunden.
-Search engines help us find information.
-    Suchmaschinen helfen uns, Informationen zu finden.
-I write code every day.
-    Ich schreibe jeden Tag Code.
-Python is a popular programming language.
-    Python ist eine beliebte Programmiersprache.
-This function returns a list.
-    Diese Funktion gibt eine Liste zurück.
-The variable is not defined.
-    Die Variable ist nicht definiert.
-There is a bug in line twelve.
-    In Zeile zwölf ist ein Fehler.
-I fixed the bug yesterday.
-    Ich habe den Fehler gestern behoben.
-All tests pass now.
-    Jetzt sind alle Tests erfolgreich.
-The build failed.
-    Der Build ist fehlgeschlagen.
-Please write a test for this function.
-    Bitte schreib einen Test für diese Funktion.
-The code is easy to read.
-    Der Code ist leicht zu lesen.
-Comments make the code easier to understand.
-    Kommentare machen den Code verständlicher.
-We use Git for version control.
-    Wir verwenden Git zur Versionskontrolle.
-He uploaded his changes to the server.
-    Er hat seine Änderungen auf den Server hochgeladen.
-The server is in a data center in Frankfurt.
-    Der Server steht in einem Rechenzentrum in Frankfurt.
-Our database contains millions of records.
-    Unsere Datenbank enthält Millionen von Datensätzen.
-The data is stored in the cloud.
-    Die Daten werden in der Cloud gespeichert.
-Back up your data regularly.
-    Sichere deine Daten regelmäßig.
-I lost all my data.
-    Ich habe alle meine Daten verloren.
-The data comes from many different sources.
-    Die Daten stammen aus vielen verschiedenen Quellen.
-We analyze the data with Python.
-    Wir analysieren die Daten mit Python.
-The chart shows the results.
-    Das Diagramm zeigt die Ergebnisse.
-Open the terminal and type the command.
-    Öffne das Terminal und gib den Befehl ein.
-The command line is very powerful.
-    Die Kommandozeile ist sehr mächtig.
-Install the package with pip.
-    Installiere das Paket mit pip.
-A key is missing from the keyboard.
-    An der Tastatur fehlt eine Taste.
-My laptop is getting very hot.
-    Mein Laptop wird sehr heiß.
-The fan is very loud.
-    Der Lüfter ist sehr laut.
-I need a new hard drive.
-    Ich brauche eine neue Festplatte.
-The printer is out of paper.
-    Der Drucker hat kein Papier mehr.
-Can you print this page for me?
-    Kannst du diese Seite für mich drucken?
-Anyone may use open-source software for free.
-    Open-Source-Software darf jeder kostenlos benutzen.
-Anyone can read the source code.
-    Jeder kann den Quellcode lesen.
-The documentation is very helpful.
-    Die Dokumentation ist sehr hilfreich.
-I read the manual first.
-    Ich lese zuerst die Anleitung.
-The computer is connected to the internet.
-    Der Computer ist mit dem Internet verbunden.
-My grandmother uses a tablet now.
-    Meine Großmutter benutzt jetzt ein Tablet.
-She video calls her grandchildren every Sunday.
-    Sie macht jeden Sonntag einen Videoanruf mit ihren Enkeln.
-Turn off your phone during the film.
-    Schalte dein Handy während des Films aus.
-The video is still loading.
-    Das Video lädt noch.
-I downloaded the new version.
-    Ich habe die neue Version heruntergeladen.
-This computer has sixteen gigabytes of memory.
-    Dieser Computer hat sechzehn Gigabyte Arbeitsspeicher.
-The computer is older than my son.
-    Der Computer ist älter als mein Sohn.
-Computers used to be very expensive.
-    Früher waren Computer sehr teuer.
-My first computer had no hard drive.
-    Mein erster Computer hatte keine Festplatte.
-The email is in the spam folder.
-    Die E-Mail ist im Spam-Ordner.
-I get too many emails.
-    Ich bekomme zu viele E-Mails.
-Please answer my email.
-    Bitte beantworte meine E-Mail.
-The meeting is online today.
-    Das Meeting findet heute online statt.
-My microphone does not work.
-    Mein Mikrofon funktioniert nicht.
-Can you hear me?
-    Kannst du mich hören?
-I can't see your screen.
-    Ich kann deinen Bildschirm nicht sehen.
-Share your screen, please.
-    Teile bitte deinen Bildschirm.
-Technology changes very quickly.
-    Die Technik verändert sich sehr schnell.
-A robot cleans our floor.
-    Ein Roboter putzt unseren Boden.
-Smartphones have changed our lives.
-    Smartphones haben unser Leben verändert.
-This app translates menus in restaurants.
-    Diese App übersetzt Speisekarten in Restaurants.
-The translation app helps me on vacation.
-    Die Übersetzungs-App hilft mir im Urlaub.
-The computer translates the text in a few seconds.
-    Der Computer übersetzt den Text in wenigen Sekunden.
-Is this translation correct?
-    Ist diese Übersetzung richtig?
-The program runs on Linux and Windows.
-    Das Programm läuft unter Linux und Windows.
-The script takes ten minutes.
-    Das Skript braucht zehn Minuten.
-The file was deleted by mistake.
-    Die Datei wurde aus Versehen gelöscht.
-The download is complete.
-    Der Download ist abgeschlossen.
-My computer has a virus.
-    Mein Computer hat einen Virus.
-Never click on strange links.
-    Klick nie auf seltsame Links.
-The company protects the data of its customers.
-    Die Firma schützt die Daten ihrer Kunden.
-Data protection is very important in Germany.
-    Datenschutz ist in Deutschland sehr wichtig.
-Who has access to this data?
-    Wer hat Zugriff auf diese Daten?
-The spreadsheet has too many columns.
-    Die Tabelle hat zu viele Spalten.
-I am learning to program.
-    Ich lerne programmieren.
-My daughter builds small robots.
-    Meine Tochter baut kleine Roboter.
-The developers are working on a new version.
-    Die Entwickler arbeiten an einer neuen Version.
-The new version comes out next month.
-    Die neue Version erscheint nächsten Monat.
-I need a computer that is faster.
-    Ich brauche einen Computer, der schneller ist.
-If you have questions, write me an email.
-    Wenn du Fragen hast, schreib mir eine E-Mail.
-My family is quite big.
-    Meine Familie ist ziemlich groß.
-I have two brothers and a sister.
-    Ich habe zwei Brüder und eine Schwester.
-My parents live in a small village.
-    Meine Eltern wohnen in einem kleinen Dorf.
-My grandmother tells wonderful stories.
-    Meine Großmutter erzählt wunderbare Geschichten.
-We visit my grandparents every summer.
-    Wir besuchen meine Großeltern jeden Sommer.
-My brother is two years older than me.
-    Mein Bruder ist zwei Jahre älter als ich.
-My sister has just had a baby.
-    Meine Schwester hat gerade ein Baby bekommen.
-The baby sleeps a lot.
-    Das Baby schläft viel.
-Our children go to the same school.
-    Unsere Kinder gehen auf dieselbe Schule.
-My mother works at a hospital.
-    Meine Mutter arbeitet in einem Krankenhaus.
-My uncle has a farm in Bavaria.
-    Mein Onkel hat einen Bauernhof in Bayern.
-Tomorrow we are celebrating my grandfather's birthday.
-    Morgen feiern wir den Geburtstag meines Großvaters.
-My sister is getting married in June.
-    Meine Schwester heiratet im Juni.
-The whole family eats together in the evening.
-    Abends isst die ganze Familie zusammen.
-My son would like a dog.
-    Mein Sohn wünscht sich einen Hund.
-My daughter is learning to ride a bike.
-    Meine Tochter lernt Fahrrad fahren.
-The children are playing in the garden.
-    Die Kinder spielen im Garten.
-My parents have been married for forty years.
-    Meine Eltern sind seit vierzig Jahren verheiratet.
-I call my mother every weekend.
-    Ich rufe meine Mutter jedes Wochenende an.
-My brother and I look very similar.
-    Mein Bruder und ich sehen uns sehr ähnlich.
-Our dog is part of the family.
-    Unser Hund gehört zur Familie.
-My grandparents do not have a computer.
-    Meine Großeltern haben keinen Computer.
-My little brother plays video games all day.
-    Mein kleiner Bruder spielt den ganzen Tag Videospiele.
-My sister lives abroad.
-    Meine Schwester lebt im Ausland.
-We often talk on the phone.
-    Wir telefonieren oft.
-My aunt sends us a card every year.
-    Meine Tante schickt uns jedes Jahr eine Karte.
-Family is very important to me.
-    Die Familie ist mir sehr wichtig.
-My parents are visiting us next week.
-    Meine Eltern besuchen uns nächste Woche.
-My husband works from home.
-    Mein Mann arbeitet von zu Hause.
-Our neighbors have three children.
-    Unsere Nachbarn haben drei Kinder.
-The kids are already asleep.
-    Die Kinder schlafen schon.
-I love my family.
-    Ich liebe meine Familie.
-I love my grandparents.
-    Ich liebe meine Großeltern.
-The man who lives next door is a pilot.
-    Der Mann, der nebenan wohnt, ist Pilot.
-This is the woman whose car was stolen.
-    Das ist die Frau, deren Auto gestohlen wurde.
-I am hungry.
-    Ich habe Hunger.
-Are you thirsty?
-    Hast du Durst?
-What would you like to drink?
-    Was möchtest du trinken?
-I'd like a glass of water, please.
-    Ich hätte gern ein Glas Wasser, bitte.
-The soup is too salty.
-    Die Suppe ist zu salzig.
-This cake tastes wonderful.
-    Dieser Kuchen schmeckt wunderbar.
-We eat fish on Fridays.
-    Freitags essen wir Fisch.
-I don't eat meat.
-    Ich esse kein Fleisch.
-She is a vegetarian.
-    Sie ist Vegetarierin.
-Breakfast is ready.
-    Das Frühstück ist fertig.
-I drink two cups of coffee every morning.
-    Ich trinke jeden Morgen zwei Tassen Kaffee.
-Do you take milk in your tea?
-    Nimmst du Milch in den Tee?
-The bread is still warm.
-    Das Brot ist noch warm.
-Can you pass me the salt?
-    Kannst du mir das Salz geben?
-We need eggs, butter and flour.
-    Wir brauchen Eier, Butter und Mehl.
-The restaurant on the corner is very good.
-    Das Restaurant an der Ecke ist sehr gut.
-The check, please.
-    Die Rechnung, bitte.
-We would like to order.
-    Wir möchten bestellen.
-I'll have the pasta with tomato sauce.
-    Ich nehme die Nudeln mit Tomatensoße.
-The waiter brings the menu.
-    Der Kellner bringt die Speisekarte.
-My father makes the best pancakes.
-    Mein Vater macht die besten Pfannkuchen.
-Dinner is at seven.
-    Das Abendessen gibt es um sieben.
-I love fresh strawberries.
-    Ich liebe frische Erdbeeren.
-I love cooking for my friends.
-    Ich koche sehr gern für meine Freunde.
-The vegetables come from our garden.
-    Das Gemüse kommt aus unserem Garten.
-This apple is sour.
-    Dieser Apfel ist sauer.
-The milk is in the fridge.
-    Die Milch ist im Kühlschrank.
-The fridge is empty.
-    Der Kühlschrank ist leer.
-We are having a barbecue on Saturday.
-    Am Samstag grillen wir.
-Lunch was delicious.
-    Das Mittagessen war köstlich.
-I usually have lunch at noon.
-    Ich esse normalerweise mittags.
-Would you like another piece of cake?
-    Möchtest du noch ein Stück Kuchen?
-No, thank you, I'm full.
-    Nein danke, ich bin satt.
-Enjoy your meal!
-    Guten Appetit!
-The bakery opens at six.
-    Die Bäckerei öffnet um sechs.
-I buy fresh bread every morning.
-    Ich kaufe jeden Morgen frisches Brot.
-Chocolate makes me happy.
-    Schokolade macht mich glücklich.
-Is this dish spicy?
-    Ist dieses Gericht scharf?
-I'm allergic to nuts.
-    Ich bin allergisch gegen Nüsse.
-We eat too much sugar.
-    Wir essen zu viel Zucker.
-Water is healthier than juice.
-    Wasser ist gesünder als Saft.
-Do you know the restaurant where we ate last year?
-    Kennst du das Restaurant, in dem wir letztes Jahr gegessen haben?
-What's the weather like today?
-    Wie ist das Wetter heute?
-The sun is shining.
-    Die Sonne scheint.
-It's going to rain this afternoon.
-    Heute Nachmittag wird es regnen.
-Take an umbrella with you.
-    Nimm einen Regenschirm mit.
-The wind is very strong today.
-    Der Wind ist heute sehr stark.
-It snowed all night.
-    Es hat die ganze Nacht geschneit.
-The roads are icy.
-    Die Straßen sind glatt.
-The summer was very hot this year.
-    Der Sommer war dieses Jahr sehr heiß.
-I like autumn best.
-    Der Herbst gefällt mir am besten.
-In spring everything turns green.
-    Im Frühling wird alles grün.
-A thunderstorm is coming.
-    Ein Gewitter zieht auf.
-The sky is blue and clear.
-    Der Himmel ist blau und klar.
-It is twenty degrees outside.
-    Draußen sind es zwanzig Grad.
-The weather forecast was wrong again.
-    Die Wettervorhersage lag schon wieder falsch.
-We had a lot of rain in April.
-    Im April hatten wir viel Regen.
-I'm cold.
-    Mir ist kalt.
-It's too hot to work.
-    Es ist zu heiß zum Arbeiten.
-The snow is melting.
-    Der Schnee schmilzt.
-When it rains, I stay at home.
-    Wenn es regnet, bleibe ich zu Hause.
-When does the next train leave?
-    Wann fährt der nächste Zug?
-The train is twenty minutes late.
-    Der Zug hat zwanzig Minuten Verspätung.
-I have to change trains in Frankfurt.
-    Ich muss in Frankfurt umsteigen.
-Where is the train station?
-    Wo ist der Bahnhof?
-Is this seat free?
-    Ist dieser Platz frei?
-I'd like a ticket to Hamburg.
-    Ich hätte gern eine Fahrkarte nach Hamburg.
-A return ticket, please.
-    Eine Rückfahrkarte, bitte.
-Our flight was cancelled.
-    Unser Flug wurde gestrichen.
-Don't forget your passport.
-    Vergiss deinen Reisepass nicht.
-We booked a hotel near the beach.
-    Wir haben ein Hotel in der Nähe des Strandes gebucht.
-The room has a view of the sea.
-    Das Zimmer hat Blick aufs Meer.
-Breakfast is included.
-    Das Frühstück ist inklusive.
-How do I get to the museum?
-    Wie komme ich zum Museum?
-Go straight ahead and then turn left.
-    Gehen Sie geradeaus und dann links.
-The museum is closed on Mondays.
-    Das Museum ist montags geschlossen.
-We took a lot of pictures.
-    Wir haben viele Fotos gemacht.
-My suitcase is too heavy.
-    Mein Koffer ist zu schwer.
-I lost my luggage.
-    Ich habe mein Gepäck verloren.
-We are going on vacation next week.
-    Nächste Woche fahren wir in den Urlaub.
-Where did you spend your vacation?
-    Wo hast du deinen Urlaub verbracht?
-We spent two weeks in Portugal.
-    Wir haben zwei Wochen in Portugal verbracht.
-The old town is beautiful.
-    Die Altstadt ist wunderschön.
-I always travel by train.
-    Ich reise immer mit dem Zug.
-The bus stop is around the corner.
-    Die Bushaltestelle ist um die Ecke.
-The trip takes about four hours.
-    Die Fahrt dauert etwa vier Stunden.
-Excuse me, is this the way to the airport?
-    Entschuldigung, ist das der Weg zum Flughafen?
-The taxi is waiting outside.
-    Das Taxi wartet draußen.
-We rented a car for a week.
-    Wir haben für eine Woche ein Auto gemietet.
-The traffic is terrible today.
-    Der Verkehr ist heute furchtbar.
-I prefer to sit by the window.
-    Ich sitze lieber am Fenster.
-We arrived late in the evening.
-    Wir sind spät am Abend angekommen.
-The hotel is fully booked.
-    Das Hotel ist ausgebucht.
-Have a good trip!
-    Gute Reise!
-I've never been to Japan.
-    Ich war noch nie in Japan.
-Next year we want to go to Norway.
-    Nächstes Jahr wollen wir nach Norwegen fahren.
-How much is this?
-    Wie viel kostet das?
-That is too expensive for me.
-    Das ist mir zu teuer.
-Do you have this shirt in blue?
-    Haben Sie dieses Hemd in Blau?
-Can I try on these pants?
-    Kann ich diese Hose anprobieren?
-The pants are too long.
-    Die Hose ist zu lang.
-I'm just looking, thank you.
-    Ich schaue nur, danke.
-Can I pay by card?
-    Kann ich mit Karte bezahlen?
-We only take cash.
-    Wir nehmen nur Bargeld.
-The shop closes at eight.
-    Das Geschäft schließt um acht.
-The supermarket is open on Saturdays.
-    Der Supermarkt hat samstags geöffnet.
-Shops are closed on Sundays.
-    Sonntags sind die Geschäfte geschlossen.
-I need a bag, please.
-    Ich brauche bitte eine Tüte.
-I bought a present for my mother.
-    Ich habe ein Geschenk für meine Mutter gekauft.
-The shoes are on sale.
-    Die Schuhe sind im Angebot.
-I ordered a new jacket online.
-    Ich habe online eine neue Jacke bestellt.
-The package arrives tomorrow.
-    Das Paket kommt morgen an.
-I want to return this sweater.
-    Ich möchte diesen Pullover zurückgeben.
-Do you have a receipt?
-    Haben Sie einen Kassenbon?
-The market has fresh fruit and vegetables.
-    Auf dem Markt gibt es frisches Obst und Gemüse.
-Write a shopping list.
-    Schreib eine Einkaufsliste.
-We forgot the milk.
-    Wir haben die Milch vergessen.
-Is there a pharmacy nearby?
-    Gibt es hier in der Nähe eine Apotheke?
-I'm looking for a bookshop.
-    Ich suche eine Buchhandlung.
-The line at the checkout is long.
-    Die Schlange an der Kasse ist lang.
-Everything is twenty percent cheaper today.
-    Heute ist alles zwanzig Prozent billiger.
-This dress fits perfectly.
-    Dieses Kleid passt perfekt.
-Which size do you need?
-    Welche Größe brauchen Sie?
-I love going to the flea market.
-    Ich gehe sehr gern auf den Flohmarkt.
-I start work at nine.
-    Ich fange um neun an zu arbeiten.
-I have a meeting at ten.
-    Ich habe um zehn ein Meeting.
-My boss is on vacation.
-    Meine Chefin ist im Urlaub.
-We work in a small team.
-    Wir arbeiten in einem kleinen Team.
-The office is on the third floor.
-    Das Büro ist im dritten Stock.
-I work from home twice a week.
-    Ich arbeite zweimal pro Woche von zu Hause.
-The deadline is on Friday.
-    Die Frist endet am Freitag.
-I have a lot of work today.
-    Ich habe heute viel Arbeit.
-Can we postpone the meeting?
-    Können wir das Meeting verschieben?
-She got a new job.
-    Sie hat eine neue Stelle bekommen.
-He is looking for work.
-    Er sucht Arbeit.
-The job interview went well.
-    Das Vorstellungsgespräch lief gut.
-My colleagues are very friendly.
-    Meine Kollegen sind sehr freundlich.
-We have lunch together in the canteen.
-    Wir essen zusammen in der Kantine zu Mittag.
-I'm writing the report right now.
-    Ich schreibe gerade den Bericht.
-Please send me the report by Thursday.
-    Bitte schick mir den Bericht bis Donnerstag.
-The project is almost finished.
-    Das Projekt ist fast fertig.
-The company has two hundred employees.
-    Die Firma hat zweihundert Mitarbeiter.
-I'm taking a day off tomorrow.
-    Morgen nehme ich mir einen Tag frei.
-He works the night shift.
-    Er arbeitet in der Nachtschicht.
-My contract ends in March.
-    Mein Vertrag endet im März.
-We are hiring new developers.
-    Wir stellen neue Entwickler ein.
-She is responsible for the budget.
-    Sie ist für das Budget verantwortlich.
-The presentation starts in five minutes.
-    Die Präsentation beginnt in fünf Minuten.
-I'm tired after work.
-    Nach der Arbeit bin ich müde.
-The printer in our office is broken again.
-    Der Drucker in unserem Büro ist schon wieder kaputt.
-I earn enough money.
-    Ich verdiene genug Geld.
-We need to talk about the plan.
-    Wir müssen über den Plan sprechen.
-I agree with you.
-    Ich bin deiner Meinung.
-That is a good idea.
-    Das ist eine gute Idee.
-Let's take a short break.
-    Lass uns eine kurze Pause machen.
-The coffee machine is empty again.
-    Die Kaffeemaschine ist schon wieder leer.
-School starts at eight o'clock.
-    Die Schule beginnt um acht Uhr.
-My favorite subject is biology.
-    Mein Lieblingsfach ist Biologie.
-The teacher explains the exercise.
-    Die Lehrerin erklärt die Aufgabe.
-We have a test tomorrow.
-    Morgen schreiben wir einen Test.
-I have to do my homework.
-    Ich muss meine Hausaufgaben machen.
-The homework is easy.
-    Die Hausaufgaben sind leicht.
-Can you repeat the question?
-    Kannst du die Frage wiederholen?
-I don't understand this word.
-    Ich verstehe dieses Wort nicht.
-What does this word mean?
-    Was bedeutet dieses Wort?
-How do you say "apple" in German?
-    Wie sagt man „apple“ auf Deutsch?
-The library is open until ten.
-    Die Bibliothek ist bis zehn Uhr geöffnet.
-I'm studying for my exam.
-    Ich lerne für meine Prüfung.
-She passed her exam.
-    Sie hat ihre Prüfung bestanden.
-He failed his driving test.
-    Er ist durch die Fahrprüfung gefallen.
-The pupils are sitting in the classroom.
-    Die Schüler sitzen im Klassenzimmer.
-The school holidays start next week.
-    Die Ferien beginnen nächste Woche.
-My son is in fourth grade.
-    Mein Sohn ist in der vierten Klasse.
-We are reading a novel in class.
-    Wir lesen im Unterricht einen Roman.
-Mathematics is not my strength.
-    Mathematik ist nicht meine Stärke.
-She studies physics in Heidelberg.
-    Sie studiert Physik in Heidelberg.
-The lecture was boring.
-    Die Vorlesung war langweilig.
-I'm writing my thesis.
-    Ich schreibe meine Abschlussarbeit.
-The semester starts in October.
-    Das Semester beginnt im Oktober.
-I forgot my pencil case.
-    Ich habe mein Federmäppchen vergessen.
-The children are learning to read and write.
-    Die Kinder lernen lesen und schreiben.
-Who knows the answer?
-    Wer weiß die Antwort?
-Learning a language takes time.
-    Eine Sprache zu lernen braucht Zeit.
-I'm learning German because of my job.
-    Ich lerne Deutsch wegen meiner Arbeit.
-German grammar is not that hard.
-    Die deutsche Grammatik ist gar nicht so schwer.
-We practice speaking every day.
-    Wir üben jeden Tag das Sprechen.
-My teacher corrects my mistakes.
-    Meine Lehrerin korrigiert meine Fehler.
-The book that I am reading is very long.
-    Das Buch, das ich gerade lese, ist sehr lang.
-What do you do in your free time?
-    Was machst du in deiner Freizeit?
-I play the guitar in a band.
-    Ich spiele Gitarre in einer Band.
-We go hiking in the mountains.
-    Wir wandern in den Bergen.
-He runs five kilometers every morning.
-    Er läuft jeden Morgen fünf Kilometer.
-She paints pictures of the sea.
-    Sie malt Bilder vom Meer.
-My hobby is photography.
-    Mein Hobby ist die Fotografie.
-I collect old stamps.
-    Ich sammle alte Briefmarken.
-We play cards on Friday evenings.
-    Freitagabends spielen wir Karten.
-The soccer game starts at three.
-    Das Fußballspiel beginnt um drei.
-Our team won the game.
-    Unsere Mannschaft hat das Spiel gewonnen.
-I'm reading a very exciting book.
-    Ich lese gerade ein sehr spannendes Buch.
-Have you seen the new film?
-    Hast du den neuen Film gesehen?
-The film was better than the book.
-    Der Film war besser als das Buch.
-I listen to music while I cook.
-    Ich höre Musik, während ich koche.
-She sings in a choir.
-    Sie singt in einem Chor.
-He knits sweaters for his grandchildren.
-    Er strickt Pullover für seine Enkel.
-In summer we go swimming in the lake.
-    Im Sommer gehen wir im See schwimmen.
-I love long walks in the forest.
-    Ich liebe lange Spaziergänge im Wald.
-My brother builds model railways.
-    Mein Bruder baut Modelleisenbahnen.
-Chess is harder than it looks.
-    Schach ist schwieriger, als es aussieht.
-I'm learning to play the piano.
-    Ich lerne Klavier spielen.
-The concert was fantastic.
-    Das Konzert war fantastisch.
-We are going to the theater tonight.
-    Heute Abend gehen wir ins Theater.
-I don't have much free time.
-    Ich habe nicht viel Freizeit.
-My dog needs a long walk every day.
-    Mein Hund braucht jeden Tag einen langen Spaziergang.
-I love my garden.
-    Ich liebe meinen Garten.
-I love rainy Sundays with a good book.
-    Ich liebe regnerische Sonntage mit einem guten Buch.
-The tomatoes in my garden are finally red.
-    Die Tomaten in meinem Garten sind endlich rot.
-When I have time, I read a book.
-    Wenn ich Zeit habe, lese ich ein Buch.
-What time is it?
-    Wie spät ist es?
-It's half past three.
-    Es ist halb vier.
-It's a quarter to eight.
-    Es ist Viertel vor acht.
-I'm sorry I'm late.
-    Entschuldigung, dass ich zu spät komme.
-We have plenty of time.
-    Wir haben viel Zeit.
-I'll be back in ten minutes.
-    Ich bin in zehn Minuten zurück.
-See you tomorrow!
-    Bis morgen!
-See you next week.
-    Bis nächste Woche.
-Today is Tuesday.
-    Heute ist Dienstag.
-My birthday is in May.
-    Mein Geburtstag ist im Mai.
-The days are getting shorter.
-    Die Tage werden kürzer.
-I get up at six every day.
-    Ich stehe jeden Tag um sechs Uhr auf.
-I usually go to bed before midnight.
-    Normalerweise gehe ich vor Mitternacht ins Bett.
-The shop opens in an hour.
-    Das Geschäft öffnet in einer Stunde.
-Wait a moment, please.
-    Warte bitte einen Moment.
-It took three hours.
-    Es hat drei Stunden gedauert.
-We met ten years ago.
-    Wir haben uns vor zehn Jahren kennengelernt.
-Yesterday was a long day.
-    Gestern war ein langer Tag.
-The weekend is finally here.
-    Endlich ist Wochenende.
-What are you doing this weekend?
-    Was machst du dieses Wochenende?
-I have no time today.
-    Ich habe heute keine Zeit.
-A year has twelve months.
-    Ein Jahr hat zwölf Monate.
-We are meeting at noon.
-    Wir treffen uns um zwölf Uhr mittags.
-In winter it is already dark at five.
-    Im Winter ist es schon um fünf dunkel.
-I have been waiting for an hour.
-    Ich warte schon seit einer Stunde.
-I'll call you when I'm at home.
-    Ich rufe dich an, wenn ich zu Hause bin.
-The city has a beautiful park.
-    Die Stadt hat einen schönen Park.
-We live on the second floor.
-    Wir wohnen im zweiten Stock.
-Our apartment has three rooms.
-    Unsere Wohnung hat drei Zimmer.
-The kitchen is small but bright.
-    Die Küche ist klein, aber hell.
-There is a bakery next to our house.
-    Neben unserem Haus gibt es eine Bäckerei.
-The church is in the town center.
-    Die Kirche steht im Stadtzentrum.
-The river flows through the city.
-    Der Fluss fließt durch die Stadt.
-The bridge is very old.
-    Die Brücke ist sehr alt.
-Is there a bank near here?
-    Gibt es hier in der Nähe eine Bank?
-The hospital is on the other side of the street.
-    Das Krankenhaus ist auf der anderen Straßenseite.
-The post office is closed.
-    Die Post ist geschlossen.
-Our village has only one shop.
-    Unser Dorf hat nur einen Laden.
-The beach is crowded in August.
-    Im August ist der Strand voll.
-The playground is behind the school.
-    Der Spielplatz ist hinter der Schule.
-The library is my favorite place.
-    Die Bibliothek ist mein Lieblingsort.
-We sat in a small café.
-    Wir haben in einem kleinen Café gesessen.
-The airport is far from the city.
-    Der Flughafen ist weit von der Stadt entfernt.
-I grew up in a small town.
-    Ich bin in einer kleinen Stadt aufgewachsen.
-The streets in the old town are narrow.
-    Die Straßen in der Altstadt sind eng.
-The mountains are covered with snow.
-    Die Berge sind mit Schnee bedeckt.
-The lake is very deep.
-    Der See ist sehr tief.
-There are many bicycles in Amsterdam.
-    In Amsterdam gibt es viele Fahrräder.
-The zoo is open every day.
-    Der Zoo ist jeden Tag geöffnet.
-Our house has a big garden.
-    Unser Haus hat einen großen Garten.
-The castle stands on a hill.
-    Das Schloss liegt auf einem Hügel.
-How are you?
-    Wie geht es dir?
-I'm fine, thanks.
-    Mir geht es gut, danke.
-I have a headache.
-    Ich habe Kopfschmerzen.
-I'm going to the doctor tomorrow.
-    Morgen gehe ich zum Arzt.
-She has a cold.
-    Sie ist erkältet.
-Get well soon!
-    Gute Besserung!
-I slept badly.
-    Ich habe schlecht geschlafen.
-I'm very happy today.
-    Ich bin heute sehr glücklich.
-He is nervous before the exam.
-    Er ist vor der Prüfung nervös.
-Thank you for your help.
-    Danke für deine Hilfe.
-You're welcome.
-    Gern geschehen.
-Nice to meet you.
-    Freut mich, dich kennenzulernen.
-My name is Anna.
-    Ich heiße Anna.
-Where are you from?
-    Woher kommst du?
-I come from Canada.
-    Ich komme aus Kanada.
-Can you help me?
-    Kannst du mir helfen?
-I don't know.
-    Ich weiß es nicht.
-That sounds good.
-    Das klingt gut.
-I'm looking forward to the weekend.
-    Ich freue mich auf das Wochenende.
-Happy birthday!
-    Alles Gute zum Geburtstag!
-Please speak more slowly.
-    Bitte sprich langsamer.
-I didn't understand that.
-    Das habe ich nicht verstanden.
-Could you write that down?
-    Könntest du das aufschreiben?
-"""
-
-
-def parse_hand(text: str) -> list[tuple[str, str]]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    pairs = []
-    for en, de in zip(lines[0::2], lines[1::2], strict=True):
-        if en.startswith(" ") or not de.startswith("    "):
-            raise SystemExit(f"HAND table out of step near: {en!r}")
-        pairs.append((en.strip(), de.strip()))
-    return pairs
+Pair = tuple[str, str]
+Template = Callable[[random.Random], Pair]
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------------
@@ -1208,7 +193,7 @@ PEOPLE = [s for s in SUBJECTS if s.kind == "person"]
 ORG_CATS = {"device", "vehicle", "soft", "code", "model", "data", "file", "doc", "mail", "digital"}
 
 
-def pick(rng: random.Random, seq, weights=None):
+def pick(rng: random.Random, seq: Sequence[T], weights: Sequence[float] | None = None) -> T:
     if weights:
         return rng.choices(seq, weights=weights, k=1)[0]
     return rng.choice(seq)
@@ -1232,6 +217,20 @@ def en_pres(base: str, third: str, p: str) -> str:
 BE_EN = {"1sg": "am", "3sg": "is", "1pl": "are", "3pl": "are"}
 SEIN = ("bin", "ist", "sind")
 HABEN = ("habe", "hat", "haben")
+
+
+# a sentence pattern: English verb ((base, 3sg), or "be" for am/is/are), English rest,
+# German verb forms (1sg, 3sg, plural), German rest; the rests are str.format templates
+PersonSentence = tuple[tuple[str, str] | str, str, tuple[str, str, str], str]
+
+
+def person_sentence(s: Subj, sentence: PersonSentence, en_words: dict[str, str],
+                    de_words: dict[str, str]) -> Pair:
+    """Subject, verb and the rest of a sentence pattern, in English and German."""
+    en_verb, en_rest, de_forms, de_rest = sentence
+    verb = BE_EN[s.p] if en_verb == "be" else en_pres(*en_verb, s.p)
+    return (cap(f"{s.en} {verb} {en_rest.format(**en_words)}."),
+            cap(f"{s.de} {form(de_forms, s.p)} {de_rest.format(**de_words)}."))
 
 
 def en_do(p: str) -> str:
@@ -1391,246 +390,48 @@ class Verb:
 
 
 VERBS = [
-    Verb(
-        "buy",
-        "buys",
-        "buying",
-        "bought",
-        ("kaufe", "kauft", "kaufen"),
-        "gekauft",
-        ("device", "vehicle", "food", "book", "clothing"),
-        True,
-        False,
-        "kein",
-    ),
-    Verb(
-        "sell",
-        "sells",
-        "selling",
-        "sold",
-        ("verkaufe", "verkauft", "verkaufen"),
-        "verkauft",
-        ("device", "vehicle", "book"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "need",
-        "needs",
-        "",
-        "",
-        ("brauche", "braucht", "brauchen"),
-        "",
-        ("device", "vehicle", "clothing", "book", "soft"),
-        True,
-        True,
-        "kein",
-    ),
-    Verb(
-        "have",
-        "has",
-        "",
-        "",
-        ("habe", "hat", "haben"),
-        "",
-        ("device", "vehicle", "clothing", "book"),
-        True,
-        False,
-        "kein",
-    ),
-    Verb(
-        "read",
-        "reads",
-        "reading",
-        "read",
-        ("lese", "liest", "lesen"),
-        "gelesen",
-        ("book", "doc"),
-        False,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "write",
-        "writes",
-        "writing",
-        "wrote",
-        ("schreibe", "schreibt", "schreiben"),
-        "geschrieben",
-        ("doc", "code"),
-        True,
-        False,
-        "",
-    ),
-    Verb(
-        "eat",
-        "eats",
-        "eating",
-        "ate",
-        ("esse", "isst", "essen"),
-        "gegessen",
-        ("food",),
-        False,
-        False,
-        "",
-    ),
-    Verb(
-        "use",
-        "uses",
-        "using",
-        "used",
-        ("benutze", "benutzt", "benutzen"),
-        "benutzt",
-        ("device", "soft", "model", "data"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "test",
-        "tests",
-        "testing",
-        "tested",
-        ("teste", "testet", "testen"),
-        "getestet",
-        ("soft", "code", "model"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "train",
-        "trains",
-        "training",
-        "trained",
-        ("trainiere", "trainiert", "trainieren"),
-        "trainiert",
-        ("model",),
-        True,
-        True,
-        "",
-    ),
-    Verb(
-        "install",
-        "installs",
-        "installing",
-        "installed",
-        ("installiere", "installiert", "installieren"),
-        "installiert",
-        ("soft",),
-        True,
-        False,
-        "nicht",
-    ),
-    Verb(
-        "repair",
-        "repairs",
-        "repairing",
-        "repaired",
-        ("repariere", "repariert", "reparieren"),
-        "repariert",
-        ("device", "vehicle"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "open",
-        "opens",
-        "opening",
-        "opened",
-        ("öffne", "öffnet", "öffnen"),
-        "geöffnet",
-        ("file", "mail"),
-        False,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "save",
-        "saves",
-        "saving",
-        "saved",
-        ("speichere", "speichert", "speichern"),
-        "gespeichert",
-        ("file", "data"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "delete",
-        "deletes",
-        "deleting",
-        "deleted",
-        ("lösche", "löscht", "löschen"),
-        "gelöscht",
-        ("file", "data", "digital"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "send",
-        "sends",
-        "sending",
-        "sent",
-        ("schicke", "schickt", "schicken"),
-        "geschickt",
-        ("mail", "file"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "translate",
-        "translates",
-        "translating",
-        "translated",
-        ("übersetze", "übersetzt", "übersetzen"),
-        "übersetzt",
-        ("book", "doc"),
-        True,
-        True,
-        "nicht",
-    ),
-    Verb(
-        "wear",
-        "wears",
-        "wearing",
-        "wore",
-        ("trage", "trägt", "tragen"),
-        "getragen",
-        ("clothing",),
-        False,
-        False,
-        "nicht",
-    ),
-    Verb(
-        "analyze",
-        "analyzes",
-        "analyzing",
-        "analyzed",
-        ("analysiere", "analysiert", "analysieren"),
-        "analysiert",
-        ("data",),
-        True,
-        True,
-        "",
-    ),
-    Verb(
-        "collect",
-        "collects",
-        "collecting",
-        "collected",
-        ("sammle", "sammelt", "sammeln"),
-        "gesammelt",
-        ("data",),
-        True,
-        False,
-        "",
-    ),
+    Verb("buy", "buys", "buying", "bought", ("kaufe", "kauft", "kaufen"), "gekauft",
+         ("device", "vehicle", "food", "book", "clothing"), True, False, "kein"),
+    Verb("sell", "sells", "selling", "sold", ("verkaufe", "verkauft", "verkaufen"), "verkauft",
+         ("device", "vehicle", "book"), True, True, "nicht"),
+    Verb("need", "needs", "", "", ("brauche", "braucht", "brauchen"), "",
+         ("device", "vehicle", "clothing", "book", "soft"), True, True, "kein"),
+    Verb("have", "has", "", "", ("habe", "hat", "haben"), "",
+         ("device", "vehicle", "clothing", "book"), True, False, "kein"),
+    Verb("read", "reads", "reading", "read", ("lese", "liest", "lesen"), "gelesen", ("book", "doc"),
+         False, True, "nicht"),
+    Verb("write", "writes", "writing", "wrote", ("schreibe", "schreibt", "schreiben"),
+         "geschrieben", ("doc", "code"), True, False, ""),
+    Verb("eat", "eats", "eating", "ate", ("esse", "isst", "essen"), "gegessen", ("food",), False,
+         False, ""),
+    Verb("use", "uses", "using", "used", ("benutze", "benutzt", "benutzen"), "benutzt",
+         ("device", "soft", "model", "data"), True, True, "nicht"),
+    Verb("test", "tests", "testing", "tested", ("teste", "testet", "testen"), "getestet",
+         ("soft", "code", "model"), True, True, "nicht"),
+    Verb("train", "trains", "training", "trained", ("trainiere", "trainiert", "trainieren"),
+         "trainiert", ("model",), True, True, ""),
+    Verb("install", "installs", "installing", "installed",
+         ("installiere", "installiert", "installieren"), "installiert", ("soft",), True, False,
+         "nicht"),
+    Verb("repair", "repairs", "repairing", "repaired", ("repariere", "repariert", "reparieren"),
+         "repariert", ("device", "vehicle"), True, True, "nicht"),
+    Verb("open", "opens", "opening", "opened", ("öffne", "öffnet", "öffnen"), "geöffnet",
+         ("file", "mail"), False, True, "nicht"),
+    Verb("save", "saves", "saving", "saved", ("speichere", "speichert", "speichern"), "gespeichert",
+         ("file", "data"), True, True, "nicht"),
+    Verb("delete", "deletes", "deleting", "deleted", ("lösche", "löscht", "löschen"), "gelöscht",
+         ("file", "data", "digital"), True, True, "nicht"),
+    Verb("send", "sends", "sending", "sent", ("schicke", "schickt", "schicken"), "geschickt",
+         ("mail", "file"), True, True, "nicht"),
+    Verb("translate", "translates", "translating", "translated",
+         ("übersetze", "übersetzt", "übersetzen"), "übersetzt", ("book", "doc"), True, True,
+         "nicht"),
+    Verb("wear", "wears", "wearing", "wore", ("trage", "trägt", "tragen"), "getragen",
+         ("clothing",), False, False, "nicht"),
+    Verb("analyze", "analyzes", "analyzing", "analyzed",
+         ("analysiere", "analysiert", "analysieren"), "analysiert", ("data",), True, True, ""),
+    Verb("collect", "collects", "collecting", "collected", ("sammle", "sammelt", "sammeln"),
+         "gesammelt", ("data",), True, False, ""),
 ]
 
 
@@ -1660,7 +461,11 @@ class SVO:
         return f"{self.s.en} {en_pres(self.v.en, self.v.en3, self.s.p)} {self.en_obj}"
 
 
-def pick_svo(rng: random.Random, need=None, dets=None) -> SVO:
+def pick_svo(
+    rng: random.Random,
+    need: Callable[[Verb], bool] | None = None,
+    dets: Sequence[str] | None = None,
+) -> SVO:
     """Pick a semantically compatible subject, verb and object.
 
     need: predicate on the verb; dets: allowed determiners (default: all).
@@ -1698,7 +503,7 @@ def pick_svo(rng: random.Random, need=None, dets=None) -> SVO:
 # ---------------------------------------------------------------------------
 
 
-def t_svo_present(rng):
+def t_svo_present(rng: random.Random) -> Pair:
     x = pick_svo(rng)
     prog = bool(x.v.ing) and rng.random() < 0.45
     en = x.en_present(prog)
@@ -1724,7 +529,7 @@ PAST_TIMES = [
 ]
 
 
-def t_svo_perfect(rng):
+def t_svo_perfect(rng: random.Random) -> Pair:
     x = pick_svo(rng, need=lambda v: bool(v.part))
     t_en, t_de = rng.choice(PAST_TIMES)
     aux = form(HABEN, x.s.p)
@@ -1750,7 +555,7 @@ def no_modal(v: Verb) -> bool:
     return v.en not in ("need", "have")
 
 
-def t_modal(rng):
+def t_modal(rng: random.Random) -> Pair:
     x = pick_svo(rng, need=no_modal)
     (en_b, en_3), de_forms, _ = rng.choice(MODALS)
     en = f"{x.s.en} {en_pres(en_b, en_3, x.s.p)} {x.v.en} {x.en_obj}"
@@ -1758,7 +563,7 @@ def t_modal(rng):
     return cap(en) + ".", cap(de) + "."
 
 
-def t_negation(rng):
+def t_negation(rng: random.Random) -> Pair:
     if rng.random() < 0.5:
         x = pick_svo(rng, need=lambda v: v.neg == "kein", dets=("a",))
         if x.noun.count:
@@ -1776,7 +581,7 @@ def t_negation(rng):
     return cap(en) + ".", cap(de) + "."
 
 
-def t_question(rng):
+def t_question(rng: random.Random) -> Pair:
     r = rng.random()
     x = pick_svo(rng)
     if r < 0.45:
@@ -1827,7 +632,7 @@ MATRIX_OB = [
 ]
 
 
-def t_subordinate(rng):
+def t_subordinate(rng: random.Random) -> Pair:
     if rng.random() < 0.75:
         m_en, m_de = rng.choice(MATRIX)
         conj_en, conj_de = "that", "dass"
@@ -1945,7 +750,7 @@ BECAUSE = {
 }
 
 
-def t_because(rng):
+def t_because(rng: random.Random) -> Pair:
     reasons, actions = BECAUSE[rng.choice(list(BECAUSE))]
     r_en, r_de = rng.choice(reasons)
     a_en, subj, verb, rest = rng.choice(actions)
@@ -1998,7 +803,7 @@ REFL = {"1sg": "mich", "1pl": "uns", "3sg": "sich", "3pl": "sich"}
 INTERESSIEREN = ("interessiere", "interessiert", "interessieren")
 
 
-def t_love(rng):
+def t_love(rng: random.Random) -> Pair:
     s = person(rng, i_weight=0.45)
     weights = [8 if o[0] == "machine learning" else 1 for o in LOVED]
     o_en, o_de, interest = pick(rng, LOVED, weights)
@@ -2048,7 +853,7 @@ HOBBIES = [
 ]
 
 
-def t_hobby(rng):
+def t_hobby(rng: random.Random) -> Pair:
     s = person(rng, i_weight=0.3)
     h_en, forms, rest = rng.choice(HOBBIES)
     verb = form(forms, s.p)
@@ -2067,7 +872,8 @@ def t_hobby(rng):
 
 
 # fields: English, German nom/acc, German dative, flags
-FIELDS = [
+Field = tuple[str, str, str, str]
+FIELDS: list[Field] = [
     ("machine learning", "maschinelles Lernen", "maschinellem Lernen", "study big"),
     ("statistics", "Statistik", "Statistik", "study"),
     ("computer science", "Informatik", "Informatik", "study"),
@@ -2098,49 +904,48 @@ FIELD_ADJ = [
 ]
 
 
-def t_field(rng):
+# sentences about a person and a field: English verb, rest, German verb forms, rest
+FIELD_SENTENCES: list[PersonSentence] = [
+    (("study", "studies"), "{f}", ("studiere", "studiert", "studieren"), "{f}"),
+    ("be", "interested in {f}", INTERESSIEREN, "{refl} für {f}"),
+    ("be", "reading a book about {f}", ("lese", "liest", "lesen"), "ein Buch über {f}"),
+    (("have", "has"), "a lot of experience with {f}", HABEN, "viel Erfahrung mit {dat}"),
+    (("want", "wants"), "to learn more about {f}", ("möchte", "möchte", "möchten"),
+     "mehr über {f} lernen"),
+    ("be", "giving a talk on {f} tomorrow", ("halte", "hält", "halten"),
+     "morgen einen Vortrag über {f}"),
+    ("be", "writing an article about {f}", ("schreibe", "schreibt", "schreiben"),
+     "einen Artikel über {f}"),
+]
+
+
+def t_field(rng: random.Random) -> Pair:
     weights = [6 if f[0] == "machine learning" else 1 for f in FIELDS]
-    f_en, f_de, f_dat, flags = pick(rng, FIELDS, weights)
+    field = pick(rng, FIELDS, weights)
     s = person(rng, i_weight=0.3)
-    p = s.p
     k = rng.randrange(11)
-    if k == 0 and "study" in flags:
-        return cap(f"{s.en} {en_pres('study', 'studies', p)} {f_en}."), cap(
-            f"{s.de} {form(('studiere', 'studiert', 'studieren'), p)} {f_de}."
-        )
-    if k == 1:
-        return cap(f"{s.en} {BE_EN[p]} interested in {f_en}."), cap(
-            f"{s.de} {form(INTERESSIEREN, p)} {REFL[p]} für {f_de}."
-        )
-    if k == 2:
-        return cap(f"{s.en} {BE_EN[p]} reading a book about {f_en}."), cap(
-            f"{s.de} {form(('lese', 'liest', 'lesen'), p)} ein Buch über {f_de}."
-        )
-    if k == 3:
-        return cap(f"{s.en} {en_pres('have', 'has', p)} a lot of experience with {f_en}."), cap(
-            f"{s.de} {form(HABEN, p)} viel Erfahrung mit {f_dat}."
-        )
-    if k == 4:
-        return cap(f"{s.en} {en_pres('want', 'wants', p)} to learn more about {f_en}."), cap(
-            f"{s.de} {form(('möchte', 'möchte', 'möchten'), p)} mehr über {f_de} lernen."
-        )
-    if k == 5:
-        return cap(f"{s.en} {BE_EN[p]} giving a talk on {f_en} tomorrow."), cap(
-            f"{s.de} {form(('halte', 'hält', 'halten'), p)} morgen einen Vortrag über {f_de}."
-        )
-    if k == 6:
-        return cap(f"{s.en} {BE_EN[p]} writing an article about {f_en}."), cap(
-            f"{s.de} {form(('schreibe', 'schreibt', 'schreiben'), p)} einen Artikel über {f_de}."
-        )
+    if k < 7 and (k > 0 or "study" in field[3]):
+        return field_person(s, k, field)
+    return field_topic(rng, k, field)
+
+
+def field_person(s: Subj, k: int, field: Field) -> Pair:
+    """Sentence `k` (0 to 6) about a person and a field of study or work."""
+    f_en, f_de, f_dat, _ = field
+    return person_sentence(s, FIELD_SENTENCES[k], {"f": f_en},
+                           {"f": f_de, "dat": f_dat, "refl": REFL[s.p]})
+
+
+def field_topic(rng: random.Random, k: int, field: Field) -> Pair:
+    """Sentence `k` about a field itself; the last one fits every field."""
+    f_en, f_de, _, flags = field
     if k == 7:
         a_en, a_de = rng.choice(FIELD_ADJ)
         return cap(f"{f_en} is {a_en}."), cap(f"{f_de} ist {a_de}.")
     if k == 8:
-        return (
-            (cap(f"{f_en} is fun."), cap(f"{f_de} macht Spaß."))
-            if rng.random() < 0.5
-            else (cap(f"{f_en} is a lot of fun."), cap(f"{f_de} macht viel Spaß."))
-        )
+        if rng.random() < 0.5:
+            return cap(f"{f_en} is fun."), cap(f"{f_de} macht Spaß.")
+        return cap(f"{f_en} is a lot of fun."), cap(f"{f_de} macht viel Spaß.")
     if k == 9 and "big" in flags:
         if rng.random() < 0.5:
             return cap(f"{f_en} is changing the world."), cap(f"{f_de} verändert die Welt.")
@@ -2282,7 +1087,7 @@ INTENS = [
 ]
 
 
-def t_pred(rng):
+def t_pred(rng: random.Random) -> Pair:
     noun, keys, _ = rng.choice(PRED)
     a_en, a_de, _, _, gradable, too_ok = PADJ[rng.choice(keys)]
     det = rng.choice(["def", "def", "this", "my", "our", "her", "his"])
@@ -2305,7 +1110,7 @@ def t_pred(rng):
     return cap(f"{np_en} {be_en} {adj_en}."), cap(f"{np_de} {be_de} {adj_de}.")
 
 
-def t_comparative(rng):
+def t_comparative(rng: random.Random) -> Pair:
     noun, keys, ok = rng.choice(PRED)
     keys = [k for k in keys if PADJ[k][2]]
     if not ok or not keys:
@@ -2368,7 +1173,7 @@ LOCATIONS = [
 ]
 
 
-def t_where(rng):
+def t_where(rng: random.Random) -> Pair:
     item = rng.choice(ITEMS)
     locs = [x for x in LOCATIONS if x[2]] if "animal" in item.cats else LOCATIONS
     if item.en == "bag":
@@ -2479,7 +1284,7 @@ NUM = {
 }
 
 
-def t_family(rng):
+def t_family(rng: random.Random) -> Pair:
     noun, male, (lo, hi) = rng.choice(MEMBERS)
     if noun.en == "husband":
         dets = ["my", "her"]
@@ -2521,7 +1326,7 @@ WEATHER_ADJ = [
 ]
 
 
-def t_weather(rng):
+def t_weather(rng: random.Random) -> Pair:
     c_en, c_de = rng.choice(CITIES[:26])
     w_en, w_de = rng.choice(WEATHER_ADJ)
     k = rng.randrange(7)
@@ -2595,49 +1400,57 @@ MODES = [
 ]
 
 
-def t_travel(rng):
+def t_travel(rng: random.Random) -> Pair:
     s = person(rng)
     if rng.random() < 0.3:
         s = rng.choice([PEOPLE[3], PEOPLE[0]])  # more "we" and "I"
     if rng.random() < 0.2:
         d_en, d_de = rng.choice(NEAR)
-        far = False
         modes = MODES[:3]
     else:
         d_en, d_de, far = rng.choice(DESTS)
         modes = MODES[3:] if far else MODES
-    m_en, m_de = rng.choice(modes)
-    plane = m_en == "by plane"
+    mode = rng.choice(modes)
     k = rng.randrange(3)
     if k == 0:
-        t_en, t_de = rng.choice(FUTURE_TIMES)
-        if plane:
-            en = f"{s.en} {BE_EN[s.p]} flying to {d_en} {t_en}"
-            verb, mid = form(("fliege", "fliegt", "fliegen"), s.p), ""
-        else:
-            en = f"{s.en} {BE_EN[s.p]} going to {d_en} {m_en} {t_en}"
-            verb, mid = form(("fahre", "fährt", "fahren"), s.p), f" {m_de}"
-        if rng.random() < 0.5:
-            de = f"{s.de} {verb} {t_de}{mid} {d_de}"
-        else:
-            de = f"{t_de} {verb} {s.de}{mid} {d_de}"
+        en, de = trip_future(rng, s, (d_en, d_de), mode)
     elif k == 1:
-        t_en, t_de = rng.choice(PAST_TRIPS)
-        aux = form(SEIN, s.p)
-        if plane:
-            en = f"{s.en} flew to {d_en} {t_en}"
-            part, mid = "geflogen", ""
-        else:
-            en = f"{s.en} went to {d_en} {m_en} {t_en}"
-            part, mid = "gefahren", f" {m_de}"
-        if rng.random() < 0.5:
-            de = f"{s.de} {aux} {t_de}{mid} {d_de} {part}"
-        else:
-            de = f"{t_de} {aux} {s.de}{mid} {d_de} {part}"
+        en, de = trip_past(rng, s, (d_en, d_de), mode)
     else:
         en = f"{s.en} {en_pres('want', 'wants', s.p)} to travel to {d_en}"
         de = f"{s.de} {form(('will', 'will', 'wollen'), s.p)} {d_de} reisen"
     return cap(en) + ".", cap(de) + "."
+
+
+def trip_future(rng: random.Random, s: Subj, dest: Pair, mode: Pair) -> Pair:
+    """A planned trip, without the final full stop."""
+    (d_en, d_de), (m_en, m_de) = dest, mode
+    t_en, t_de = rng.choice(FUTURE_TIMES)
+    if m_en == "by plane":
+        en = f"{s.en} {BE_EN[s.p]} flying to {d_en} {t_en}"
+        verb, mid = form(("fliege", "fliegt", "fliegen"), s.p), ""
+    else:
+        en = f"{s.en} {BE_EN[s.p]} going to {d_en} {m_en} {t_en}"
+        verb, mid = form(("fahre", "fährt", "fahren"), s.p), f" {m_de}"
+    if rng.random() < 0.5:
+        return en, f"{s.de} {verb} {t_de}{mid} {d_de}"
+    return en, f"{t_de} {verb} {s.de}{mid} {d_de}"
+
+
+def trip_past(rng: random.Random, s: Subj, dest: Pair, mode: Pair) -> Pair:
+    """A past trip (German perfect with "sein"), without the final full stop."""
+    (d_en, d_de), (m_en, m_de) = dest, mode
+    t_en, t_de = rng.choice(PAST_TRIPS)
+    aux = form(SEIN, s.p)
+    if m_en == "by plane":
+        en = f"{s.en} flew to {d_en} {t_en}"
+        part, mid = "geflogen", ""
+    else:
+        en = f"{s.en} went to {d_en} {m_en} {t_en}"
+        part, mid = "gefahren", f" {m_de}"
+    if rng.random() < 0.5:
+        return en, f"{s.de} {aux} {t_de}{mid} {d_de} {part}"
+    return en, f"{t_de} {aux} {s.de}{mid} {d_de} {part}"
 
 
 EVENTS = [
@@ -2703,7 +1516,7 @@ DAYS = [
 ]
 
 
-def clock(rng) -> tuple[str, str]:
+def clock(rng: random.Random) -> Pair:
     h = rng.randint(1, 12)
     nxt = h % 12 + 1
     k = rng.randrange(5)
@@ -2722,35 +1535,11 @@ def clock(rng) -> tuple[str, str]:
     return f"at {h12}:{mm} {ampm}", f"um {h24}:{mm} Uhr"
 
 
-def t_event(rng):
+def t_event(rng: random.Random) -> Pair:
     t_en, t_de = clock(rng)
-    if rng.random() < 0.3:
-        noun = rng.choice(VEHICLES)
-        det = rng.choice(["def", "our", "next"])
-        if noun.en == "plane":
-            v_en, v_en3, de_v, de_part = rng.choice(
-                [("take off", "takes off", "startet", ""), ("land", "lands", "landet", "")]
-            )
-        else:
-            v_en, v_en3, de_v, de_part = rng.choice(
-                [("leave", "leaves", "fährt", "ab"), ("arrive", "arrives", "kommt", "an")]
-            )
-    else:
-        noun = rng.choice(EVENTS)
-        if noun.en in ("film", "game", "concert", "play", "tour"):
-            det = rng.choice(["def", "def", "next"])
-        else:
-            det = rng.choice(["def", "def", "our", "my", "next"])
-        v_en, v_en3, de_v, de_part = rng.choice(
-            [("start", "starts", "beginnt", ""), ("end", "ends", "endet", "")]
-        )
-    if det == "next":
-        np_en, np_de = (
-            en_np(noun, "def", Adj("next", "nächst")),
-            de_np(noun, "nom", "def", Adj("next", "nächst")),
-        )
-    else:
-        np_en, np_de = en_np(noun, det), de_np(noun, "nom", det)
+    noun, det, verb = vehicle_event(rng) if rng.random() < 0.3 else scheduled_event(rng)
+    v_en, v_en3, de_v, de_part = verb
+    np_en, np_de = event_np(noun, det)
     tail = f" {de_part}" if de_part else ""
     k = rng.randrange(4)
     if k == 0:
@@ -2765,6 +1554,40 @@ def t_event(rng):
     if k == 2:
         return f"When does {np_en} {v_en}?", f"Wann {de_v} {np_de}{tail}?"
     return f"What time does {np_en} {v_en}?", f"Um wie viel Uhr {de_v} {np_de}{tail}?"
+
+
+# event verbs: English (base, 3sg), German 3sg, German separable prefix
+EventVerb = tuple[str, str, str, str]
+
+
+def vehicle_event(rng: random.Random) -> tuple[Noun, str, EventVerb]:
+    """A vehicle, its determiner and a verb for leaving or arriving."""
+    noun = rng.choice(VEHICLES)
+    det = rng.choice(["def", "our", "next"])
+    if noun.en == "plane":
+        verbs = [("take off", "takes off", "startet", ""), ("land", "lands", "landet", "")]
+    else:
+        verbs = [("leave", "leaves", "fährt", "ab"), ("arrive", "arrives", "kommt", "an")]
+    return noun, det, rng.choice(verbs)
+
+
+def scheduled_event(rng: random.Random) -> tuple[Noun, str, EventVerb]:
+    """An event, its determiner and a verb for starting or ending."""
+    noun = rng.choice(EVENTS)
+    if noun.en in ("film", "game", "concert", "play", "tour"):
+        det = rng.choice(["def", "def", "next"])
+    else:
+        det = rng.choice(["def", "def", "our", "my", "next"])
+    verb = rng.choice([("start", "starts", "beginnt", ""), ("end", "ends", "endet", "")])
+    return noun, det, verb
+
+
+def event_np(noun: Noun, det: str) -> Pair:
+    """English and German nominative noun phrase; det "next" means "the next"."""
+    if det == "next":
+        adj = Adj("next", "nächst")
+        return en_np(noun, "def", adj), de_np(noun, "nom", "def", adj)
+    return en_np(noun, det), de_np(noun, "nom", det)
 
 
 # weekly activities: English (base, 3sg), German verb forms, rest
@@ -2804,7 +1627,7 @@ ACTIVITIES = [
 ]
 
 
-def t_days(rng):
+def t_days(rng: random.Random) -> Pair:
     s = rng.choice([x for x in PEOPLE if x.en not in ("the children", "the students")])
     if rng.random() < 0.35:
         s = rng.choice([PEOPLE[0], PEOPLE[3]])
@@ -2849,7 +1672,7 @@ PRICED = [
 ]
 
 
-def price(rng, lo, hi, cents) -> tuple[str, str]:
+def price(rng: random.Random, lo: int, hi: int, cents: bool) -> Pair:
     euros = rng.randint(lo, hi)
     if euros > 100:
         euros = euros // 50 * 50 - 1 if rng.random() < 0.3 else euros // 10 * 10
@@ -2859,7 +1682,7 @@ def price(rng, lo, hi, cents) -> tuple[str, str]:
     return f"{euros} euros", f"{euros} Euro"
 
 
-def t_price(rng):
+def t_price(rng: random.Random) -> Pair:
     noun, (lo, hi), cents = rng.choice(PRICED)
     p_en, p_de = price(rng, lo, hi, cents)
     pl = noun.g == "pl"
@@ -2889,7 +1712,8 @@ def t_price(rng):
 
 
 # languages: English, German noun, German adjective stem
-LANGS = [
+Lang = tuple[str, str, str]
+LANGS: list[Lang] = [
     ("English", "Englisch", "englisch"),
     ("German", "Deutsch", "deutsch"),
     ("French", "Französisch", "französisch"),
@@ -2939,49 +1763,67 @@ DOCS = [
 ]
 
 
-def t_language(rng):
+# sentences about a person and languages (see FIELD_SENTENCES)
+LANGUAGE_SENTENCES: list[PersonSentence] = [
+    (("speak", "speaks"), "{l1} and {l2}", ("spreche", "spricht", "sprechen"), "{l1} und {l2}"),
+    ("be", "learning {l2}", ("lerne", "lernt", "lernen"), "{l2}"),
+    (("want", "wants"), "to learn {l2}", ("möchte", "möchte", "möchten"), "{l2} lernen"),
+    (("speak", "speaks"), "{l1} very well", ("spreche", "spricht", "sprechen"), "sehr gut {l1}"),
+]
+
+
+def t_language(rng: random.Random) -> Pair:
     l1, l2 = rng.sample(LANGS, 2)
     if rng.random() < 0.35:
         l1, l2 = LANGS[0], LANGS[1]  # English -> German is the common case here
     s = person(rng, i_weight=0.25)
-    p = s.p
     k = rng.randrange(11)
-    if k == 0:
-        return cap(f"{s.en} {en_pres('speak', 'speaks', p)} {l1[0]} and {l2[0]}."), cap(
-            f"{s.de} {form(('spreche', 'spricht', 'sprechen'), p)} {l1[1]} und {l2[1]}."
-        )
-    if k == 1:
-        return cap(f"{s.en} {BE_EN[p]} learning {l2[0]}."), cap(
-            f"{s.de} {form(('lerne', 'lernt', 'lernen'), p)} {l2[1]}."
-        )
-    if k == 2:
-        return cap(f"{s.en} {en_pres('want', 'wants', p)} to learn {l2[0]}."), cap(
-            f"{s.de} {form(('möchte', 'möchte', 'möchten'), p)} {l2[1]} lernen."
-        )
-    if k == 3:
-        return cap(f"{s.en} {en_pres('speak', 'speaks', p)} {l1[0]} very well."), cap(
-            f"{s.de} {form(('spreche', 'spricht', 'sprechen'), p)} sehr gut {l1[1]}."
-        )
+    if k < 4:
+        return language_skill(s, k, l1, l2)
+    if k == 7:
+        return translate_document(rng, s, l1, l2)
+    if k == 9:
+        det = rng.choice(["my", "his", "her", "our"])
+        n = Noun("native language", "Muttersprache", "f")
+        return cap(f"{en_np(n, det)} is {l1[0]}."), cap(f"{de_np(n, 'nom', det)} ist {l1[1]}.")
+    if k in (8, 10):
+        return translation_remark(rng, k, l1, l2)
+    return language_remark(rng, k, l1, l2)
+
+
+def language_skill(s: Subj, k: int, l1: Lang, l2: Lang) -> Pair:
+    """Sentence `k` (0 to 3): a person speaks or learns a language."""
+    return person_sentence(s, LANGUAGE_SENTENCES[k], {"l1": l1[0], "l2": l2[0]},
+                           {"l1": l1[1], "l2": l2[1]})
+
+
+def language_remark(rng: random.Random, k: int, l1: Lang, l2: Lang) -> Pair:
+    """Sentence `k` (4 to 6): a remark about a language or a translator."""
     if k == 4:
         a_en, a_de = rng.choice(LANG_ADJ)
         return f"{l2[0]} is {a_or_an(a_en)} {a_en} language.", f"{l2[1]} ist eine {a_de}e Sprache."
     if k == 5:
         return f"Is {l2[0]} difficult to learn?", f"Ist {l2[1]} schwer zu lernen?"
-    if k == 6:
-        t_en, t_de = rng.choice(TRANSLATORS)
-        return cap(f"{t_en} translates from {l1[0]} into {l2[0]}."), cap(
-            f"{t_de} übersetzt aus dem {cap(l1[2])}en ins {cap(l2[2])}e."
-        )
-    if k == 7:
-        doc = rng.choice(DOCS)
-        det = rng.choice(["def", "this", "my", "her", "his"])
-        return cap(
-            f"{s.en} {en_pres('translate', 'translates', p)} {en_np(doc, det)} "
-            f"from {l1[0]} into {l2[0]}."
-        ), cap(
-            f"{s.de} {form(('übersetze', 'übersetzt', 'übersetzen'), p)} {de_np(doc, 'acc', det)} "
-            f"aus dem {cap(l1[2])}en ins {cap(l2[2])}e."
-        )
+    t_en, t_de = rng.choice(TRANSLATORS)
+    return cap(f"{t_en} translates from {l1[0]} into {l2[0]}."), cap(
+        f"{t_de} übersetzt aus dem {cap(l1[2])}en ins {cap(l2[2])}e."
+    )
+
+
+def translate_document(rng: random.Random, s: Subj, l1: Lang, l2: Lang) -> Pair:
+    doc = rng.choice(DOCS)
+    det = rng.choice(["def", "this", "my", "her", "his"])
+    return cap(
+        f"{s.en} {en_pres('translate', 'translates', s.p)} {en_np(doc, det)} "
+        f"from {l1[0]} into {l2[0]}."
+    ), cap(
+        f"{s.de} {form(('übersetze', 'übersetzt', 'übersetzen'), s.p)} {de_np(doc, 'acc', det)} "
+        f"aus dem {cap(l1[2])}en ins {cap(l2[2])}e."
+    )
+
+
+def translation_remark(rng: random.Random, k: int, l1: Lang, l2: Lang) -> Pair:
+    """Sentence `k` (8 or 10): a remark about a translation."""
     if k == 8:
         if rng.random() < 0.5:
             return (
@@ -2992,10 +1834,6 @@ def t_language(rng):
             f"The translation into {l2[0]} is not finished yet.",
             f"Die Übersetzung ins {cap(l2[2])}e ist noch nicht fertig.",
         )
-    if k == 9:
-        det = rng.choice(["my", "his", "her", "our"])
-        n = Noun("native language", "Muttersprache", "f")
-        return cap(f"{en_np(n, det)} is {l1[0]}."), cap(f"{de_np(n, 'nom', det)} ist {l1[1]}.")
     a_en, a_de = rng.choice(
         [
             ("good", "gut"),
@@ -3040,63 +1878,103 @@ TEMPLATES = [
 # ---------------------------------------------------------------------------
 
 
+def read_pairs(path: Path) -> list[Pair]:
+    """The hand-written pairs of a two-column TSV file with an ``en<TAB>de`` header."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0] != "en\tde":
+        raise SystemExit(f"{path}: the first line must be the header 'en<TAB>de'")
+    pairs = []
+    for number, line in enumerate(lines[1:], start=2):
+        fields = line.split("\t")
+        if len(fields) != 2 or not all(f.strip() for f in fields):
+            raise SystemExit(f"{path}:{number}: expected two non-empty tab-separated fields")
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    return pairs
+
+
 def clean(s: str) -> str:
     return " ".join(s.split())
 
 
-def build() -> list[tuple[str, str]]:
-    rng = random.Random(SEED)
-    pairs: list[tuple[str, str]] = []
-    seen_en: set[str] = set()
-    seen_de: set[str] = set()
+class Corpus:
+    """Sentence pairs in the order they were added; no English or German sentence twice."""
 
-    def add(en: str, de: str) -> bool:
+    def __init__(self) -> None:
+        self.pairs: list[Pair] = []
+        self.seen_en: set[str] = set()
+        self.seen_de: set[str] = set()
+
+    def add(self, en: str, de: str) -> bool:
+        """Add a pair unless either side is already there (ignoring case)."""
         en, de = clean(en), clean(de)
-        if en.casefold() in seen_en or de.casefold() in seen_de:
+        if en.casefold() in self.seen_en or de.casefold() in self.seen_de:
             return False
-        seen_en.add(en.casefold())
-        seen_de.add(de.casefold())
-        pairs.append((en, de))
+        self.seen_en.add(en.casefold())
+        self.seen_de.add(de.casefold())
+        self.pairs.append((en, de))
         return True
 
-    hand = parse_hand(HAND)
+
+def add_generated(corpus: Corpus, rng: random.Random, template: Template, wanted: int) -> None:
+    """Add `wanted` new pairs from one template, giving up after 100 tries per pair."""
+    got = tries = 0
+    while got < wanted and tries < wanted * 100:
+        tries += 1
+        if corpus.add(*template(rng)):
+            got += 1
+    if got < wanted:
+        print(f"note: {template.__name__} gave {got} of {wanted} pairs")
+
+
+def build(hand: list[Pair]) -> list[Pair]:
+    """The hand-written pairs, then every template's pairs, shuffled with the fixed seed."""
+    rng = random.Random(SEED)
+    corpus = Corpus()
     for en, de in hand:
-        if not add(en, de):
+        if not corpus.add(en, de):
             raise SystemExit(f"duplicate hand-written pair: {en}")
-    for func, wanted in TEMPLATES:
-        got = tries = 0
-        while got < wanted and tries < wanted * 100:
-            tries += 1
-            if add(*func(rng)):
-                got += 1
-        if got < wanted:
-            print(f"note: {func.__name__} gave {got} of {wanted} pairs")
-    rng.shuffle(pairs)
-    return pairs
+    for template, wanted in TEMPLATES:
+        add_generated(corpus, rng, template, wanted)
+    rng.shuffle(corpus.pairs)
+    return corpus.pairs
 
 
-def write(name: str, pairs: list[tuple[str, str]]) -> None:
+def split(pairs: list[Pair]) -> dict[str, list[Pair]]:
+    return {
+        "test": pairs[:N_TEST],
+        "val": pairs[N_TEST : N_TEST + N_VAL],
+        "train": pairs[N_TEST + N_VAL :],
+    }
+
+
+def write(out: Path, name: str, pairs: list[Pair]) -> None:
+    """Write NAME.en and NAME.de: one sentence a line, UTF-8, LF line endings."""
     for lang, idx in (("en", 0), ("de", 1)):
         lines = [p[idx] for p in pairs]
         for line in lines:
             if not line or "\t" in line or "\n" in line:
                 raise SystemExit(f"bad line: {line!r}")
-        (OUT_DIR / f"{name}.{lang}").write_text(
+        (out / f"{name}.{lang}").write_text(
             "\n".join(lines) + "\n", encoding="utf-8", newline="\n"
         )
 
 
-def main() -> None:
-    pairs = build()
-    splits = {
-        "test": pairs[:N_TEST],
-        "val": pairs[N_TEST : N_TEST + N_VAL],
-        "train": pairs[N_TEST + N_VAL :],
-    }
-    for name, part in splits.items():
-        write(name, part)
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                        help="folder for the six files (default: nmt_cli/sample/)")
+    parser.add_argument("--pairs", type=Path, default=PAIRS_TSV, metavar="TSV",
+                        help="hand-written pairs (default: sample_pairs.tsv beside this script)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, part in split(build(read_pairs(args.pairs))).items():
+        write(args.out, name, part)
         print(f"{name}: {len(part)} pairs")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

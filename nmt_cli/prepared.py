@@ -11,10 +11,11 @@ a chunk at a time into OUT:
     val.SRC, val.TGT                the validation text, copied as it was
     prepared.json                   languages, counts and settings; written last
 
-`nmt train --data OUT` then reads each batch's sentences from the files as it needs them (with
-pread, so no page of the files counts as the process's memory). In memory are only the lengths
-(8 bytes a pair, for batching), so resident memory hardly grows with the corpus. The files are
-plain arrays: np.memmap(OUT / "train.index.bin", np.int64, "r").reshape(-1, 4) reads the index.
+`nmt train --data OUT` then reads each batch's sentences from the files as it needs them, with
+positioned reads (os.pread) rather than a memory map, so that no page of the files counts as
+the process's memory. In memory are only the lengths (8 bytes a pair, for batching), so
+resident memory hardly grows with the corpus. The files are plain arrays, so other tools can
+map them: np.memmap(OUT / "train.index.bin", np.int64, "r").reshape(-1, 4) reads the index.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import json
 import os
 import random
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from .config import TokenizerConfig, UserError
-from .data import ParallelText, encode_parallel, find_split_file, iter_lines
+from .config import TokenizerConfig
+from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
+from .errors import UserError
 from .files import atomic_write
 from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE, Tokenizer
 
@@ -44,30 +47,35 @@ def is_prepared(data_dir: Path) -> bool:
     return (Path(data_dir) / PREPARED).is_file()
 
 
-class MappedSide:
-    """One side of the prepared pairs: `side[i]` reads sentence i's ids from the file."""
+class PreparedSide:
+    """One side of the prepared pairs: `side[i]` reads sentence i's ids from the id file."""
 
     def __init__(self, ids: Path, index: Path, dtype: str, column: int, pairs: int):
         self.dtype, self.column, self.pairs = np.dtype(dtype), column, pairs
-        self.ids, self.index = os.open(ids, os.O_RDONLY), os.open(index, os.O_RDONLY)
+        self.ids: BinaryIO = open(ids, "rb", buffering=0)
+        self.index: BinaryIO = open(index, "rb", buffering=0)
 
     def __len__(self) -> int:
         return self.pairs
 
     def __getitem__(self, i) -> list[int]:
-        row = np.frombuffer(os.pread(self.index, ROW, int(i) * ROW), dtype=np.int64)
+        row = np.frombuffer(os.pread(self.index.fileno(), ROW, int(i) * ROW), dtype=np.int64)
         offset, length = int(row[self.column]), int(row[self.column + 1])
         size = self.dtype.itemsize
-        return np.frombuffer(os.pread(self.ids, length * size, offset * size),
-                             dtype=self.dtype).tolist()
+        data = os.pread(self.ids.fileno(), length * size, offset * size)
+        return np.frombuffer(data, dtype=self.dtype).tolist()
+
+    def close(self) -> None:
+        self.ids.close()
+        self.index.close()
 
 
 @dataclass
-class MappedText:
+class PreparedText:
     """Prepared training pairs, with the same reading interface as data.EncodedText."""
 
-    src: MappedSide
-    tgt: MappedSide
+    src: PreparedSide
+    tgt: PreparedSide
     src_lengths: np.ndarray
     tgt_lengths: np.ndarray
     empty: int = 0
@@ -75,6 +83,22 @@ class MappedText:
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         return self.src_lengths, self.tgt_lengths
+
+    def close(self) -> None:
+        """Close the id files (garbage collection closes them too)."""
+        self.src.close()
+        self.tgt.close()
+
+
+@dataclass
+class PairCounts:
+    """What preparing a corpus wrote and skipped; saved in prepared.json."""
+
+    pairs: int = 0
+    empty: int = 0  # pairs with an empty side, skipped
+    too_long: int = 0  # pairs over max_len tokens on either side, dropped
+    src_ids: int = 0  # ids written to train.src.bin
+    tgt_ids: int = 0
 
 
 def read_info(data_dir: Path) -> dict:
@@ -94,7 +118,7 @@ def read_lengths(index: Path, pairs: int, rows: int = 1 << 18) -> np.ndarray:
     return lengths
 
 
-def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> MappedText:
+def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> PreparedText:
     data_dir = Path(data_dir)
     info = read_info(data_dir)
     if (info.get("src_lang"), info.get("tgt_lang")) != (src_lang, tgt_lang):
@@ -113,9 +137,9 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> MappedText:
             raise UserError(f"{paths[name]}: {size:,} bytes where {expected[name]:,} were "
                             "written; prepare the corpus again")
     lengths = read_lengths(paths[INDEX], pairs)
-    return MappedText(
-        MappedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs),
-        MappedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs),
+    return PreparedText(
+        PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs),
+        PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs),
         lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"])
 
 
@@ -164,52 +188,86 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     del text
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
-    counts = {"pairs": 0, "empty": 0, "too_long": 0, "src_ids": 0, "tgt_ids": 0}
-    names = ("train.src.bin", "train.tgt.bin", INDEX)
-    outputs = [open(out_dir / f".{name}.tmp", "wb") for name in names]
-    try:
-        chunk: list[tuple[str, str]] = []
-        for pair in read_pairs(src_path, tgt_path):
-            chunk.append(pair)
-            if len(chunk) == CHUNK:
-                write_chunk(chunk, tokenizer, max_len, dtype, outputs, counts)
-                chunk = []
-        write_chunk(chunk, tokenizer, max_len, dtype, outputs, counts)
-        for out in outputs:
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        for name, out in zip(names, outputs):
-            out.close()
-            (out_dir / f".{name}.tmp").unlink(missing_ok=True)
-        raise
-    for name, out in zip(names, outputs):
-        out.close()
-        os.replace(out_dir / f".{name}.tmp", out_dir / name)
-    if not counts["pairs"]:
+    counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len,
+                            IdFileWriter(out_dir, dtype))
+    if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty or too long)")
     for path in val_paths:
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
-            "max_len": max_len, "vocab_size": vocab, **counts, "source": str(data_dir.resolve())}
+            "max_len": max_len, "vocab_size": vocab, **asdict(counts),
+            "source": str(data_dir.resolve())}
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 
 
-def write_chunk(chunk, tokenizer, max_len, dtype, outputs, counts) -> None:
-    """Encode one chunk of pairs; append their ids and index rows to the files."""
+def write_id_files(pairs, tokenizer: Tokenizer, max_len: int,
+                   writer: IdFileWriter) -> PairCounts:
+    """Encode (src, tgt) pairs a chunk at a time into the writer's files; all or nothing."""
+    try:
+        chunk: list[tuple[str, str]] = []
+        for pair in pairs:
+            chunk.append(pair)
+            if len(chunk) == CHUNK:
+                writer.write(encode_chunk(chunk, tokenizer, max_len))
+                chunk = []
+        writer.write(encode_chunk(chunk, tokenizer, max_len))
+    except BaseException:
+        writer.discard()
+        raise
+    writer.commit()
+    return writer.counts
+
+
+def encode_chunk(chunk: list[tuple[str, str]], tokenizer: Tokenizer,
+                 max_len: int) -> EncodedText:
     text = ParallelText([s for s, _ in chunk], [t for _, t in chunk])
-    encoded = encode_parallel(text, tokenizer, max_len)
-    rows = np.zeros((len(encoded.src), 4), dtype=np.int64)
-    for column, (side, key) in enumerate(zip((encoded.src, encoded.tgt), ("src_ids", "tgt_ids"))):
-        lengths = np.fromiter(map(len, side), dtype=np.int64, count=len(side))
-        rows[:, 2 * column] = counts[key] + np.cumsum(lengths) - lengths
-        rows[:, 2 * column + 1] = lengths
-        ids = np.fromiter((i for sentence in side for i in sentence), dtype=dtype,
+    return encode_parallel(text, tokenizer, max_len)
+
+
+class IdFileWriter:
+    """Appends encoded pairs to the id and index files of a prepared corpus, written under
+    temporary names until `commit`."""
+
+    NAMES = ("train.src.bin", "train.tgt.bin", INDEX)
+
+    def __init__(self, out_dir: Path, dtype: type):
+        self.out_dir, self.dtype, self.counts = Path(out_dir), dtype, PairCounts()
+        self.files = [open(self.temporary(name), "wb") for name in self.NAMES]
+
+    def temporary(self, name: str) -> Path:
+        return self.out_dir / f".{name}.tmp"
+
+    def write(self, encoded: EncodedText) -> None:
+        """Append the ids of each side, and one index row per pair."""
+        c = self.counts
+        src_offsets, src_lengths, c.src_ids = self.append_ids(0, encoded.src, c.src_ids)
+        tgt_offsets, tgt_lengths, c.tgt_ids = self.append_ids(1, encoded.tgt, c.tgt_ids)
+        rows = np.stack([src_offsets, src_lengths, tgt_offsets, tgt_lengths], axis=1)
+        self.files[2].write(rows.astype(np.int64).tobytes())  # (pairs, 4)
+        c.pairs += len(encoded.src)
+        c.empty += encoded.empty
+        c.too_long += encoded.too_long
+
+    def append_ids(self, file: int, sentences: list[list[int]], written: int):
+        """Append sentences to id file `file`; returns their offsets and lengths (in ids) and
+        the new count of ids in the file."""
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        offsets = written + np.cumsum(lengths) - lengths
+        ids = np.fromiter((i for sentence in sentences for i in sentence), dtype=self.dtype,
                           count=int(lengths.sum()))
-        outputs[column].write(ids.tobytes())
-        counts[key] += int(lengths.sum())
-    outputs[2].write(rows.tobytes())
-    counts["pairs"] += len(encoded.src)
-    counts["empty"] += encoded.empty
-    counts["too_long"] += encoded.too_long
+        self.files[file].write(ids.tobytes())
+        return offsets, lengths, written + int(lengths.sum())
+
+    def commit(self) -> None:
+        """Make the files durable and give them their real names."""
+        for name, out in zip(self.NAMES, self.files):
+            out.flush()
+            os.fsync(out.fileno())
+            out.close()
+            os.replace(self.temporary(name), self.out_dir / name)
+
+    def discard(self) -> None:
+        for name, out in zip(self.NAMES, self.files):
+            out.close()
+            self.temporary(name).unlink(missing_ok=True)

@@ -8,7 +8,7 @@ import pytest
 
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split
-from nmt_cli.shards import is_prepared, open_prepared, prepare
+from nmt_cli.prepared import is_prepared, open_prepared, prepare
 from nmt_cli.tokenizer import Tokenizer
 from nmt_cli.training import Trainer, prepare_run_dir
 

@@ -1,0 +1,51 @@
+"""Where tensors live and in which precision the matrix products run."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from .config import DEVICES, PRECISIONS, check_choice
+from .errors import UserError
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' picks cuda, then mps, then cpu; an explicit device must be available."""
+    check_choice("device", name, DEVICES)
+    if name == "auto":
+        if torch.cuda.is_available():
+            name = "cuda"
+        elif torch.backends.mps.is_available():
+            name = "mps"
+        else:
+            name = "cpu"
+    elif name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available")
+    elif name == "mps" and not torch.backends.mps.is_available():
+        raise UserError("--device mps: MPS is not available")
+    return torch.device(name)
+
+
+def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    """The autocast type `precision` asks for on `device`, or None for float32. 'auto' is bf16
+    on CUDA (fp16 on GPUs without bf16) and float32 elsewhere."""
+    check_choice("precision", precision, PRECISIONS)
+    if precision == "auto" and device.type == "cuda":
+        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+
+def mixed_precision(device: torch.device, precision: str):
+    """An autocast context where `precision` asks for one, else a no-op. Matrix products then
+    run in bf16/fp16 (fast on GPUs, and bf16 on CPUs with AMX/AVX-512 bf16); weights, softmax,
+    norms and the loss stay in float32."""
+    dtype = autocast_dtype(device, precision)
+    return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()
+
+
+def fast_matmuls(device: torch.device) -> None:
+    """TF32 matrix products for float32 work on NVIDIA GPUs (Ampere and later)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True

@@ -1,0 +1,100 @@
+"""How far a training run has got, and the rules that end it.
+
+Everything here is saved in the training state, so a resumed run stops where an uninterrupted
+one would have: at the first limit reached (steps, training time, epochs), when validation BLEU
+has not improved for `patience` validations, or after too many NaN/inf steps in a row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import TrainConfig
+from .errors import UserError
+
+
+@dataclass
+class TrainingProgress:
+    step: int = 0  # updates taken
+    epoch: int = 0
+    batch_in_epoch: int = 0  # index of the next batch of this epoch
+    best_bleu: float = -1.0
+    bad_validations: int = 0
+    bad_steps: int = 0  # consecutive steps with a NaN/inf loss or gradient
+    skipped_steps: int = 0
+    validated_at: int = -1  # step of the latest validation
+    train_time: float = 0.0  # seconds spent training so far
+
+    @property
+    def at_start(self) -> bool:
+        return self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0
+
+    def updates(self, epoch_batches: Callable[[int], list], per_update: int,
+                t: TrainConfig) -> Iterator[tuple[list, float]]:
+        """The batches of each update, epoch after epoch, from where this progress stands,
+        each with the fraction of its epoch done after it; until a limit is reached."""
+        while not self.limit_reached(t):
+            batches = epoch_batches(self.epoch)
+            while self.batch_in_epoch < len(batches):
+                update = batches[self.batch_in_epoch : self.batch_in_epoch + per_update]
+                self.batch_in_epoch += len(update)
+                yield update, self.batch_in_epoch / len(batches)
+            self.epoch, self.batch_in_epoch = self.epoch + 1, 0
+
+    def limit_reached(self, t: TrainConfig) -> bool:
+        return bool((t.max_steps and self.step >= t.max_steps)
+                    or (t.max_time and self.train_time >= t.max_time)
+                    or (t.epochs and self.epoch >= t.epochs))
+
+    def fraction_done(self, t: TrainConfig, epoch_fraction: float) -> float:
+        """How far along the nearest limit (steps, time or epochs) training is, in [0, 1]."""
+        fractions = [self.step / t.max_steps if t.max_steps else 0.0,
+                     self.train_time / t.max_time if t.max_time else 0.0,
+                     (self.epoch + epoch_fraction) / t.epochs if t.epochs else 0.0]
+        return min(max(fractions), 1.0)
+
+    def count_step(self, loss: float) -> bool:
+        """Count a step's outcome; True when its loss was finite (the update was taken)."""
+        if math.isfinite(loss):
+            self.step, self.bad_steps = self.step + 1, 0
+            return True
+        self.bad_steps += 1
+        self.skipped_steps += 1
+        return False
+
+    def check_divergence(self, t: TrainConfig, run_dir: Path) -> None:
+        """Too many NaN/inf steps in a row end training; the last good state is kept."""
+        if self.bad_steps >= t.max_bad_steps:
+            raise UserError(f"training diverged: {self.bad_steps} steps in a row with a NaN/inf "
+                            f"loss or gradient (at step {self.step}); the last good checkpoint "
+                            f"is in {run_dir}; try a lower train.lr")
+
+    def count_validation(self, bleu: float) -> bool:
+        """Record a validation's BLEU; True when it is the best so far."""
+        self.validated_at = self.step
+        improved = bleu > self.best_bleu
+        if improved:
+            self.best_bleu, self.bad_validations = bleu, 0
+        else:
+            self.bad_validations += 1
+        return improved
+
+    def out_of_patience(self, t: TrainConfig) -> bool:
+        return t.patience > 0 and self.bad_validations >= t.patience
+
+
+class TokenRate:
+    """Target tokens per second over the last `steps` steps."""
+
+    def __init__(self, steps: int = 20):
+        self.window: deque[tuple[float, int]] = deque(maxlen=steps)
+
+    def add(self, elapsed: float, tokens: int) -> float:
+        """Record a step that ended `elapsed` seconds into training; returns the rate."""
+        self.window.append((elapsed, tokens))
+        span = self.window[-1][0] - self.window[0][0]
+        return sum(n for _, n in list(self.window)[1:]) / span if span > 0 else 0.0

@@ -1,0 +1,48 @@
+"""Stopping on a signal: the first SIGINT/SIGTERM asks training to stop after its current step
+(it then saves and exits); a second one stops at once; once a run is stopping, further signals
+are ignored so that none interrupts the exit itself."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped on a signal after saving its state; `signum` says which."""
+
+    def __init__(self, signum: int, run_dir: Path, step: int):
+        super().__init__(f"interrupted at step {step}; resume with: nmt train --resume {run_dir}")
+        self.signum, self.run_dir, self.step = signum, run_dir, step
+
+
+@contextmanager
+def stop_signals() -> Iterator[list[int]]:
+    """Turn the first SIGINT/SIGTERM into a request to stop after the current step; a second
+    one stops at once (KeyboardInterrupt). Yields a list that receives the signal number."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+
+    def handler(signum, frame):
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
