@@ -62,6 +62,14 @@ class World:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every rank's `value`, in rank order, on rank 0 (None on the others)."""
+        if self.size == 1:
+            return [value]
+        values = [None] * self.size if self.is_main else None
+        dist.gather_object(value, values, dst=0)
+        return values
+
     def maximum(self, *values: float) -> list[float]:
         """Element-wise maximum over ranks (e.g. of a stop flag and the elapsed time)."""
         if self.size == 1:

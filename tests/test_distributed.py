@@ -53,7 +53,7 @@ def single(corpus, tmp_path_factory) -> Path:
 def pair(corpus, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     run_dir = tmp_path_factory.mktemp("pair") / "run"
     result = torchrun(train_args(corpus, run_dir), GUARD_WRITES=str(run_dir))
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, f"torchrun and its workers said:\n{result.stderr}"
     return run_dir, result
 
 
