@@ -16,24 +16,24 @@ from __future__ import annotations
 
 import json
 import pickle
-import random
 import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from ._version import __version__
 from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
+from .distributed import World
 from .errors import UserError
 from .files import atomic_write, atomic_write_text
 from .models import Seq2Seq, build_model
 from .optim import Updater
+from .random_state import restore_rng, rng_of_rank
 from .tokenizer import Tokenizer
 
 CONFIG_FILE = "config.json"
@@ -80,29 +80,32 @@ def save_train_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updater: Updater,
-                  best: bool) -> None:
-    """Write the training state, then the latest weights, and the best ones too when `best`.
-    Each file is replaced whole, so a crash between two of them leaves a resumable run."""
+                  rng: list[dict[str, Any]], best: bool) -> None:
+    """Write the training state (`rng`: each rank's random states), then the latest weights,
+    and the best ones too when `best`. Each file is replaced whole, so a crash between two of
+    them leaves a resumable run."""
     save_train_state(run_dir / TRAIN_STATE, {"progress": progress, "model": model.state_dict(),
-                                             **updater.state_dict(), "rng": capture_rng()})
+                                             **updater.state_dict(), "rng": rng})
     save_weights(model, run_dir / LAST_WEIGHTS)
     if best:
         save_weights(model, run_dir / BEST_WEIGHTS)
 
 
 def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updater: Updater,
-                     progress_type: type) -> Any:
-    """Load a training state into the model, the updater and the random generators; returns
-    the saved progress as a `progress_type`."""
+                     progress_type: type, world: World) -> Any:
+    """Load a training state into the model, the updater and this rank's random generators,
+    and cut the log back to the saved step; returns the saved progress as a `progress_type`."""
     try:
         model.load_state_dict(state["model"])
         updater.load_state_dict(state)
         progress = progress_type(**state["progress"])
-        restore_rng(state["rng"])
-        return progress
+        restore_rng(rng_of_rank(state["rng"], world.rank), world.device)
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise UserError(f"{run_dir / TRAIN_STATE}: does not match this run "
                         f"({type(e).__name__})") from None
+    if world.is_main:
+        truncate_metrics(run_dir, progress.step)
+    return progress
 
 
 def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> tuple[Config, dict[str, Any]]:
@@ -190,33 +193,6 @@ def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
 def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
     with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def capture_rng() -> dict[str, Any]:
-    """Python, NumPy and torch random states as tensors and plain data (weights_only-safe)."""
-    version, internal, gauss = random.getstate()
-    _, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {"python": (version, list(internal), gauss), "torch": torch.get_rng_state(),
-             "numpy": (torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached)}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def restore_rng(state: dict[str, Any]) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state(("MT19937", keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def truncate_metrics(run_dir: Path, step: int) -> None:

@@ -52,6 +52,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         else:
             Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir)
     world.barrier()
+    if not world.is_main and not any(run_dir.glob("spm*.model")):
+        raise UserError(f"rank {world.rank}: {run_dir} holds no tokenizer here; training on "
+                        "several machines needs the run directory on a filesystem all share")
     tokenizer = Tokenizer.load(run_dir)
     if is_prepared:
         train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang)

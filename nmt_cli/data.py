@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -144,21 +145,33 @@ class Batch:
     src: torch.Tensor  # (batch, src_len)
     tgt_in: torch.Tensor  # (batch, tgt_len): <sos> y1 .. yn
     tgt_out: torch.Tensor  # (batch, tgt_len): y1 .. yn <eos>
+    tgt_positions: torch.Tensor  # (real target tokens,): flat indices of non-pad tgt_out
 
     @classmethod
     def from_ids(cls, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
         """The teacher-forcing shift, done here and nowhere else."""
-        return cls(source_tensor(src_ids), pad([[SOS_ID] + t for t in tgt_ids]),
-                   pad([t + [EOS_ID] for t in tgt_ids]))
+        tgt_out = pad([t + [EOS_ID] for t in tgt_ids])
+        lengths = np.fromiter((len(t) + 1 for t in tgt_ids), dtype=np.int64, count=len(tgt_ids))
+        starts = np.arange(len(tgt_ids)) * tgt_out.size(1)  # each row's first flat index
+        positions = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        positions += np.arange(int(lengths.sum()))
+        return cls(source_tensor(src_ids), pad([[SOS_ID] + t for t in tgt_ids]), tgt_out,
+                   torch.from_numpy(positions))
 
     @property
     def num_tgt_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+        return len(self.tgt_positions)
+
+    def pin_memory(self) -> Batch:
+        """Page-locked copies, which a CUDA device reads while the host goes on."""
+        return Batch(*(tensor.pin_memory() for tensor in self.tensors()))
 
     def to(self, device: torch.device) -> Batch:
-        nb = device.type == "cuda"
-        return Batch(self.src.to(device, non_blocking=nb), self.tgt_in.to(device, non_blocking=nb),
-                     self.tgt_out.to(device, non_blocking=nb))
+        non_blocking = device.type == "cuda"
+        return Batch(*(tensor.to(device, non_blocking=non_blocking) for tensor in self.tensors()))
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.src, self.tgt_in, self.tgt_out, self.tgt_positions
 
 
 def token_batches(src_lens, tgt_lens, batch_tokens: int,
@@ -196,3 +209,35 @@ def group_by_budget(order, src_lens, tgt_lens, batch_tokens: int) -> list[np.nda
 
 def make_batch(encoded: EncodedText, indices) -> Batch:
     return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices])
+
+
+class BatchLoader:
+    """The tensors of training batches, on the training device. With `prefetch` (the default
+    on CUDA) the batches of the next update are built in a background thread, in page-locked
+    memory, while the current update runs, and copied to the device without blocking."""
+
+    def __init__(self, data: EncodedText, device: torch.device, prefetch: bool | None = None):
+        self.data, self.device = data, device
+        prefetch = device.type == "cuda" if prefetch is None else prefetch
+        self.background = ThreadPoolExecutor(1, "batches") if prefetch else None
+        self.ready: dict[bytes, Future] = {}
+
+    def prefetch(self, batches: list[np.ndarray]) -> None:
+        if self.background is not None:
+            for indices in batches:
+                self.ready[np.asarray(indices).tobytes()] = self.background.submit(
+                    self.build, indices)
+
+    def build(self, indices) -> Batch:
+        batch = make_batch(self.data, indices)
+        return batch.pin_memory() if self.device.type == "cuda" else batch
+
+    def get(self, indices) -> Batch:
+        """The batch of these sentence pairs, prefetched or built now."""
+        future = self.ready.pop(np.asarray(indices).tobytes(), None)
+        return (future.result() if future else self.build(indices)).to(self.device)
+
+    def close(self) -> None:
+        if self.background is not None:
+            self.background.shutdown(cancel_futures=True)
+        self.ready.clear()

@@ -22,29 +22,35 @@ from torch import nn
 
 from .special_tokens import PAD_ID
 
-SLICE_ELEMENTS = 2**21  # logits per slice: 2M floats, 8 MB in float32
+SLICE_ELEMENTS = 2**21  # logits per slice on a CPU: 2M floats, 8 MB in float32, cache-sized
+# On an accelerator a slice is a few kernel launches, whatever its size: 64M logits (256 MB in
+# float32) make one slice of a 12,500-token batch at a 5,000 vocabulary, a handful at 32,000.
+ACCELERATOR_SLICE_ELEMENTS = 2**26
 
 
-def _rows_per_slice(vocab: int) -> int:
-    return max(1, SLICE_ELEMENTS // vocab)
+def rows_per_slice(vocab: int, device: torch.device) -> int:
+    elements = SLICE_ELEMENTS if device.type == "cpu" else ACCELERATOR_SLICE_ELEMENTS
+    return max(1, elements // vocab)
 
 
-def _real_positions(features: torch.Tensor, targets: torch.Tensor):
-    """Rows of `features` (flattened to positions) whose target is not padding."""
+def _real_positions(features: torch.Tensor, targets: torch.Tensor,
+                    positions: torch.Tensor | None = None):
+    """Rows of `features` (flattened to positions) whose target is not padding. `positions`,
+    when the caller knows them (data.Batch does, from the lengths), spares a device sync."""
     flat_targets = targets.reshape(-1)
-    rows = (flat_targets != PAD_ID).nonzero().squeeze(1)
+    rows = positions if positions is not None else (flat_targets != PAD_ID).nonzero().squeeze(1)
     flat = features.reshape(-1, features.size(-1))
     return rows, flat.index_select(0, rows), flat_targets.index_select(0, rows)
 
 
 class _OutputLoss(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, features, weight, targets, label_smoothing):
-        rows, h, y = _real_positions(features.detach(), targets)
+    def forward(ctx, features, weight, targets, label_smoothing, positions):
+        rows, h, y = _real_positions(features.detach(), targets, positions)
         w = weight.detach().requires_grad_()
         grad_h, grad_w = torch.empty_like(h), torch.zeros_like(w)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
-        step = _rows_per_slice(w.size(0))
+        step = rows_per_slice(w.size(0), h.device)
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step].detach().requires_grad_()
             with torch.enable_grad():
@@ -67,20 +73,22 @@ class _OutputLoss(torch.autograd.Function):
                                     device=grad_h.device)
         grad_features.index_copy_(0, rows, grad_h * grad_total)
         grad_features = grad_features.view(ctx.features_shape).to(ctx.features_dtype)
-        return grad_features, grad_w * grad_total, None, None
+        return grad_features, grad_w * grad_total, None, None, None
 
 
 def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         label_smoothing: float = 0.0) -> torch.Tensor:
+                         label_smoothing: float = 0.0,
+                         positions: torch.Tensor | None = None) -> torch.Tensor:
     """Summed cross-entropy of softmax(features W^T) over non-pad targets.
 
     features (..., d), weight (vocab, d), targets (...) -> a float32 scalar. Equal to
     F.cross_entropy(features @ W.T, targets, ignore_index=PAD_ID, reduction="sum",
-    label_smoothing=...), with the same gradients, in a fraction of the memory."""
+    label_smoothing=...), with the same gradients, in a fraction of the memory. `positions`:
+    the flat indices of the non-pad targets, if known."""
     if torch.is_grad_enabled() and (features.requires_grad or weight.requires_grad):
-        return _OutputLoss.apply(features, weight, targets, label_smoothing)
-    _, h, y = _real_positions(features, targets)
-    step = _rows_per_slice(weight.size(0))
+        return _OutputLoss.apply(features, weight, targets, label_smoothing, positions)
+    _, h, y = _real_positions(features, targets, positions)
+    step = rows_per_slice(weight.size(0), h.device)
     total = torch.zeros((), dtype=torch.float32, device=h.device)
     for start in range(0, h.size(0), step):
         logits = F.linear(h[start : start + step], weight).float()
@@ -91,11 +99,13 @@ def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: 
 
 def teacher_forced_loss(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor,
                         tgt_out: torch.Tensor, teacher_forcing_ratio: float = 1.0,
-                        label_smoothing: float = 0.0) -> torch.Tensor:
+                        label_smoothing: float = 0.0,
+                        positions: torch.Tensor | None = None) -> torch.Tensor:
     """The summed output loss of `model` reading the reference prefix `tgt_in` (teacher
     forcing) and predicting `tgt_out`: a float32 scalar."""
     features = model.features(src, tgt_in, teacher_forcing_ratio)
-    return output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing)
+    return output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing,
+                                positions)
 
 
 class TeacherForcedLoss(nn.Module):
@@ -107,6 +117,7 @@ class TeacherForcedLoss(nn.Module):
         self.model = model
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
-                teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
+                teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0,
+                positions: torch.Tensor | None = None):
         return teacher_forced_loss(self.model, src, tgt_in, tgt_out, teacher_forcing_ratio,
-                                   label_smoothing)
+                                   label_smoothing, positions)

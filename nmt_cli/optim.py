@@ -4,6 +4,7 @@ Updater that applies them."""
 from __future__ import annotations
 
 import math
+from enum import Enum
 from typing import Any
 
 import torch
@@ -46,6 +47,19 @@ def make_scaler(config: Config, device: torch.device) -> torch.amp.GradScaler | 
 
 
 
+class Step(Enum):
+    """What became of an update."""
+
+    TAKEN = "taken"
+    NOT_FINITE = "not finite"  # a NaN/inf loss or gradient: skipped, counts toward divergence
+    OVERFLOW = "fp16 overflow"  # fp16 gradients overflowed: skipped, the loss scale shrinks
+
+
+# Optimizer flags that describe the machine, not the run: kept as built for this device when a
+# state saved elsewhere is loaded (a CPU-saved run resumed on CUDA uses the fused kernel).
+DEVICE_FLAGS = ("fused", "foreach", "capturable", "differentiable")
+
+
 class Updater:
     """Turns a loss into a parameter update: backward (scaled for fp16), gradient clipping,
     the AdamW step, and the schedule. A NaN/inf loss or gradient skips the update."""
@@ -69,17 +83,19 @@ class Updater:
     def backward(self, loss: torch.Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler else loss).backward()
 
-    def step(self, loss: torch.Tensor) -> bool:
-        """Clip and apply the accumulated gradients; False (and no update) when `loss` or the
-        gradient norm is not finite."""
+    def step(self, loss: torch.Tensor) -> tuple[Step, float]:
+        """Clip and apply the accumulated gradients unless `loss` or the gradient norm is not
+        finite. Returns what happened and the loss, read from the device once."""
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.clip_norm)
-        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+        loss_value, norm = torch.stack([loss.float(), grad_norm.float()]).tolist()  # one sync
+        if not (math.isfinite(loss_value) and math.isfinite(norm)):
             if self.scaler:
                 self.scaler.update()  # a smaller loss scale next time
             self.zero_grad()
-            return False
+            overflow = self.scaler is not None and math.isfinite(loss_value)
+            return (Step.OVERFLOW if overflow else Step.NOT_FINITE), loss_value
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -87,7 +103,7 @@ class Updater:
             self.optimizer.step()
         if not self.steps_on_validation:
             self.scheduler.step()
-        return True
+        return Step.TAKEN, loss_value
 
     def validated(self, bleu: float) -> None:
         """The plateau schedule lowers the rate when validation BLEU stalls."""
@@ -100,7 +116,10 @@ class Updater:
                 **({"scaler": self.scaler.state_dict()} if self.scaler else {})}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        built = [{k: g[k] for k in DEVICE_FLAGS if k in g} for g in self.optimizer.param_groups]
         self.optimizer.load_state_dict(state["optimizer"])
+        for group, flags in zip(self.optimizer.param_groups, built):
+            group.update(flags)
         self.scheduler.load_state_dict(state["scheduler"])
         if self.scaler and "scaler" in state:
             self.scaler.load_state_dict(state["scaler"])

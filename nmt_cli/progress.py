@@ -25,7 +25,8 @@ class TrainingProgress:
     best_bleu: float = -1.0
     bad_validations: int = 0
     bad_steps: int = 0  # consecutive steps with a NaN/inf loss or gradient
-    skipped_steps: int = 0
+    skipped_steps: int = 0  # all skipped steps, fp16 overflows included
+    overflow_steps: int = 0  # fp16 overflows: skipped while the loss scale shrinks; harmless
     validated_at: int = -1  # step of the latest validation
     train_time: float = 0.0  # seconds spent training so far
 
@@ -33,15 +34,18 @@ class TrainingProgress:
     def at_start(self) -> bool:
         return self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0
 
-    def updates(self, epoch_batches: Callable[[int], list], per_update: int,
-                t: TrainConfig) -> Iterator[tuple[list, float]]:
+    def updates(self, epoch_batches: Callable[[int], list], per_update: int, t: TrainConfig,
+                upcoming: Callable[[list], None] = lambda update: None
+                ) -> Iterator[tuple[list, float]]:
         """The batches of each update, epoch after epoch, from where this progress stands,
-        each with the fraction of its epoch done after it; until a limit is reached."""
+        each with the fraction of its epoch done after it; until a limit is reached. Before
+        an update is handed out, `upcoming` is told the next one of the same epoch."""
         while not self.limit_reached(t):
             batches = epoch_batches(self.epoch)
             while self.batch_in_epoch < len(batches):
                 update = batches[self.batch_in_epoch : self.batch_in_epoch + per_update]
                 self.batch_in_epoch += len(update)
+                upcoming(batches[self.batch_in_epoch : self.batch_in_epoch + per_update])
                 yield update, self.batch_in_epoch / len(batches)
             self.epoch, self.batch_in_epoch = self.epoch + 1, 0
 
@@ -57,13 +61,17 @@ class TrainingProgress:
                      (self.epoch + epoch_fraction) / t.epochs if t.epochs else 0.0]
         return min(max(fractions), 1.0)
 
-    def count_step(self, loss: float) -> bool:
-        """Count a step's outcome; True when its loss was finite (the update was taken)."""
+    def count_step(self, loss: float, overflow: bool = False) -> bool:
+        """Count a step's outcome; True when its loss was finite (the update was taken). An
+        fp16 overflow is skipped without counting toward divergence."""
         if math.isfinite(loss):
             self.step, self.bad_steps = self.step + 1, 0
             return True
-        self.bad_steps += 1
         self.skipped_steps += 1
+        if overflow:
+            self.overflow_steps += 1
+        else:
+            self.bad_steps += 1
         return False
 
     def check_divergence(self, t: TrainConfig, run_dir: Path) -> None:

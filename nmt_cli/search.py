@@ -43,23 +43,27 @@ def forbid_special_tokens(logits: torch.Tensor, allow_eos: bool = True) -> torch
 @torch.inference_mode()
 def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
                   min_len: int = 0) -> list[list[int]]:
-    """Pick the most probable token at each step. Returns token ids without <sos>/<eos>."""
+    """Pick the most probable token at each step. Returns token ids without <sos>/<eos>.
+    Each step reads the chosen tokens to the host once; the rest stays on the device."""
     state = model.start(src)
-    alive = torch.arange(src.size(0), device=src.device)  # original rows still decoding
-    tokens = torch.full_like(alive, SOS_ID)
-    outputs: list[list[int]] = [[] for _ in range(src.size(0))]
-    for step in range(int(limits.max())):
+    limits_host = limits.tolist()
+    alive = list(range(src.size(0)))  # the original row of each row still decoding
+    tokens = torch.full((src.size(0),), SOS_ID, dtype=torch.long, device=src.device)
+    outputs: list[list[int]] = [[] for _ in alive]
+    for step in range(max(limits_host, default=0)):
         logits, state = model.decode_step(tokens, state)
         tokens = forbid_special_tokens(logits, step >= min_len).argmax(-1)  # (alive,)
-        done = (tokens == EOS_ID) | (step + 1 >= limits[alive])
-        for row, token in zip(alive.tolist(), tokens.tolist()):
+        keep = []
+        for i, (row, token) in enumerate(zip(alive, tokens.tolist())):
             if token != EOS_ID:
                 outputs[row].append(token)
-        if done.all():
+                if step + 1 < limits_host[row]:
+                    keep.append(i)
+        if not keep:
             break
-        if done.any():
-            keep = (~done).nonzero().squeeze(1)
-            state, tokens, alive = state.select(keep), tokens[keep], alive[keep]
+        if len(keep) < len(alive):
+            rows = torch.tensor(keep, device=src.device)
+            state, tokens, alive = state.select(rows), tokens[rows], [alive[i] for i in keep]
     return outputs
 
 
@@ -86,26 +90,46 @@ class Hypotheses:
 
 
 @dataclass
-class Beams:
-    """The live hypotheses of the sentences still decoding, k per sentence."""
+class BackPointers:
+    """The live beams' tokens, kept on the host as back-pointers: at each step, for each of a
+    sentence's k beams, the beam it extends and the token it adds. A hypothesis is read back
+    only when it finishes, so no step copies whole prefixes."""
 
-    scores: torch.Tensor  # (sentences, k): total log-probability
-    history: torch.Tensor  # (sentences, k, step): tokens so far
-    alive: torch.Tensor  # (sentences,): each row's sentence in the input batch
+    steps: list[list[tuple[list[int], list[int]]]]  # per sentence, per step: (parents, tokens)
 
-    def finish_ended(self, hypotheses: Hypotheses, beams, tokens, top_scores, ends,
-                     alpha: float) -> None:
-        """Move the candidates that end (<eos> or the length limit) among each sentence's top
-        k into `hypotheses`. beams, tokens, top_scores, ends: (sentences, 2k)."""
-        k = hypotheses.beam_size
-        for row, col in ends[:, :k].nonzero().tolist():
-            tokens_so_far = self.history[row, beams[row, col]].tolist()
-            token = tokens[row, col].item()
-            ended_with_eos = token == EOS_ID
-            if not ended_with_eos:  # stopped by the length limit: keep the last token
-                tokens_so_far.append(token)
-            hypotheses.add(self.alive[row].item(), tokens_so_far, top_scores[row, col].item(),
-                           ended_with_eos, alpha)
+    def tokens(self, sentence: int, beam: int) -> list[int]:
+        """The tokens of live beam `beam` of `sentence` after the steps recorded so far."""
+        out = []
+        for parents, tokens in reversed(self.steps[sentence]):
+            out.append(tokens[beam])
+            beam = parents[beam]
+        return out[::-1]
+
+
+@dataclass
+class StepResult:
+    """One sentence's candidates after a step, as read to the host: the 2k best extensions
+    (score, parent beam, token, whether it ends) and which k of them go on."""
+
+    scores: list[float]
+    parents: list[int]
+    tokens: list[int]
+    ends: list[bool]
+    continuing: list[int]
+
+
+def read_step(top_scores, parents, tokens, ends, continuing) -> list[StepResult]:
+    """All sentences' candidates in one device-to-host copy: (n, 2k) tensors and (n, k)."""
+    w = top_scores.size(1)  # 2k
+    packed = torch.cat([top_scores.double(), parents.double(), tokens.double(), ends.double(),
+                        continuing.double()], dim=1).tolist()
+    return [StepResult(row[:w], ints(row[w : 2 * w]), ints(row[2 * w : 3 * w]),
+                       [v > 0 for v in row[3 * w : 4 * w]], ints(row[4 * w :]))
+            for row in packed]
+
+
+def ints(values: list[float]) -> list[int]:
+    return [int(v) for v in values]
 
 
 @torch.inference_mode()
@@ -115,54 +139,57 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
 
     A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
     log P / length_penalty; a sentence is done once it has `beam_size` finished hypotheses.
+    Each step reads its candidates to the host once (read_step).
     """
     n, k, device = src.size(0), beam_size, src.device
     state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k))
     scores = torch.full((n, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: only the first one may expand
-    beams = Beams(scores, torch.empty(n, k, 0, dtype=torch.long, device=device),
-                  torch.arange(n, device=device))
-    hypotheses = Hypotheses(k, [[] for _ in range(n)])
+    limits_host, limits = limits.tolist(), limits.to(device)
+    alive = list(range(n))  # the sentence of each row still decoding
+    hypotheses, history = Hypotheses(k, [[] for _ in alive]), BackPointers([[] for _ in alive])
     last = torch.full((n * k,), SOS_ID, dtype=torch.long, device=device)
-    for step in range(int(limits.max())):
+    for step in range(max(limits_host, default=0)):
         logits, state = model.decode_step(last, state)
         log_probs = torch.log_softmax(forbid_special_tokens(logits.float(), step >= min_len),
                                       dim=-1)  # (n*k, vocab)
-        rows, tokens, at_limit = advance(beams, hypotheses, log_probs, limits, alpha)
-        done = at_limit | torch.tensor([hypotheses.is_full(s) for s in beams.alive.tolist()],
-                                       device=device)
-        if done.all():
+        candidates = (scores.view(-1, 1) + log_probs).view(len(alive), -1)  # (n, k*vocab)
+        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
+        parents, tokens = top_ids // log_probs.size(-1), top_ids % log_probs.size(-1)
+        ends = (tokens == EOS_ID) | (step + 1 >= limits).unsqueeze(1)
+        # Continue with the k best candidates that did not end.
+        scores, continuing = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
+        results = read_step(top_scores, parents, tokens, ends, continuing)
+        keep = [row for row, (sentence, result) in enumerate(zip(alive, results))
+                if not finish_and_extend(sentence, result, step + 1 >= limits_host[sentence],
+                                         hypotheses, history, alpha)]
+        if not keep:
             break
-        keep = (~done).nonzero().squeeze(1)
-        state = state.select(rows[keep].view(-1))
-        beams = Beams(beams.scores[keep], beams.history[keep], beams.alive[keep])
-        last = tokens[keep].view(-1)
+        rows = (torch.arange(len(alive), device=device) * k).unsqueeze(1)
+        rows = rows + parents.gather(1, continuing)  # (n, k): rows of the flat (n*k) state
+        index = torch.tensor(keep, device=device)
+        state = state.select(rows[index].view(-1))
+        scores, limits = scores[index], limits[index]
+        last = tokens.gather(1, continuing)[index].view(-1)
+        alive = [alive[row] for row in keep]
     return hypotheses.best()
 
 
-def advance(beams: Beams, hypotheses: Hypotheses, log_probs: torch.Tensor,
-            limits: torch.Tensor, alpha: float):
-    """One step of beam search: extend every live hypothesis by every token, finish those that
-    end, and keep the k best that go on (updating `beams` in place). Returns the state rows
-    they came from (sentences, k), their new tokens (sentences, k), and which sentences have
-    reached their length limit (sentences,)."""
-    sentences, k, vocab = len(beams.alive), hypotheses.beam_size, log_probs.size(-1)
-    candidates = (beams.scores.view(-1, 1) + log_probs).view(sentences, k * vocab)
-    top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
-    parents, tokens = top_ids // vocab, top_ids % vocab
-    at_limit = beams.history.size(2) + 1 >= limits[beams.alive]  # (n,)
-    ends = (tokens == EOS_ID) | at_limit.unsqueeze(1)
-    beams.finish_ended(hypotheses, parents, tokens, top_scores, ends, alpha)
-    # Continue with the k best candidates that did not end.
-    beams.scores, pos = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
-    rows = (torch.arange(sentences, device=log_probs.device) * k).unsqueeze(1)
-    rows = rows + parents.gather(1, pos)  # (n, k): rows of the flat (n*k) state
-    tokens = tokens.gather(1, pos)  # (n, k)
-    step = beams.history.size(2)
-    flat = beams.history.reshape(sentences * k, step)
-    beams.history = torch.cat([flat[rows.view(-1)].view(sentences, k, step),
-                               tokens.unsqueeze(2)], dim=2)
-    return rows, tokens, at_limit
+def finish_and_extend(sentence: int, result: StepResult, at_limit: bool,
+                      hypotheses: Hypotheses, history: BackPointers, alpha: float) -> bool:
+    """Finish the candidates among the sentence's top k that end, record the k that go on;
+    True when the sentence is done (at its length limit, or k hypotheses finished)."""
+    k = hypotheses.beam_size
+    for col in range(k):
+        if result.ends[col]:
+            tokens = history.tokens(sentence, result.parents[col])
+            ended_with_eos = result.tokens[col] == EOS_ID
+            if not ended_with_eos:  # stopped by the length limit: keep the last token
+                tokens.append(result.tokens[col])
+            hypotheses.add(sentence, tokens, result.scores[col], ended_with_eos, alpha)
+    history.steps[sentence].append(([result.parents[c] for c in result.continuing],
+                                    [result.tokens[c] for c in result.continuing]))
+    return at_limit or hypotheses.is_full(sentence)
 
 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:

@@ -7,8 +7,7 @@ best weights by BLEU are kept. Progress goes to an `on_event` callback, not to a
 
 A run can stop at any moment and go on exactly where it was (progress.py, checkpoint.py);
 SIGINT/SIGTERM finish the current step, save, and raise `TrainingInterrupted`. Under torchrun
-the same loop trains data-parallel (distributed.py): each rank takes its share of every update,
-and only rank 0 writes the run directory, validates and reports.
+the same loop trains data-parallel (distributed.py); rank 0 alone writes, validates, reports.
 """
 
 from __future__ import annotations
@@ -28,12 +27,13 @@ from . import checkpoint, distributed
 from .checkpoint import new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
-from .data import make_batch, token_batches
+from .data import BatchLoader, token_batches
 from .devices import fast_matmuls, mixed_precision, resolve_device
 from .loss import TeacherForcedLoss
-from .models import build_model
-from .optim import Updater
+from .models import build_model, compile_features
+from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
+from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
 from .validation import validate
 
@@ -48,11 +48,12 @@ class Trainer:
         self.device = self.world.device
         self.config, self.run_dir = config, run_dir
         self.emit = on_event if self.world.is_main else (lambda event: None)
-        checkpoint.seed_everything(config.train.seed)
+        seed_everything(config.train.seed)
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
                                            lambda message: self.emit(info(message)))
         self.train_data, self.tokenizer = self.corpus.train, self.corpus.tokenizer
         self.tgt_lengths = self.corpus.target_lengths()  # read once, not per step
+        self.batches = BatchLoader(self.train_data, self.device)
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, self.tokenizer)
         self.model = build_model(config.model, self.tokenizer.src_vocab_size,
@@ -60,17 +61,17 @@ class Trainer:
                                  ).to(self.device)
         fast_matmuls(self.device)
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
-        self.loss = (torch.compile(self.parallel_loss, dynamic=True) if config.train.compile
-                     else self.parallel_loss)
+        if config.train.compile and not compile_features(self.model):
+            self.emit(info("train.compile: the GRU runs eagerly (its loop breaks graphs)"))
         self.updater = Updater(self.model, config, self.device)
         self.optimizer, self.scaler = self.updater.optimizer, self.updater.scaler
-        self.progress = TrainingProgress()
-        if state is not None:
-            self.restore(state)
-        params = sum(p.numel() for p in self.model.parameters())
+        self.progress, self.last_step = TrainingProgress(), Step.TAKEN
+        if state is not None:  # also drops log records past the saved step
+            self.progress = checkpoint.restore_training(run_dir, state, self.model, self.updater,
+                                                        TrainingProgress, self.world)
         where = f"resuming at step {self.progress.step}" if state else "starting"
-        self.emit(info(f"{config.model.arch}: {params:,} parameters on {self.device.type}; "
-                       f"{where}; run directory {run_dir}"))
+        self.emit(info(f"{config.model.arch}: {sum(p.numel() for p in self.model.parameters()):,} "
+                       f"parameters on {self.device.type}; {where}; run directory {run_dir}"))
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         generator = torch.Generator().manual_seed(self.config.train.seed * 100_003 + epoch)
@@ -89,40 +90,36 @@ class Trainer:
         self.updater.zero_grad()
         total = torch.zeros((), device=self.device)
         for n, indices in enumerate(mine):
-            batch = make_batch(self.train_data, indices).to(self.device)
+            batch = self.batches.get(indices)
             last = n == len(mine) - 1  # ranks average their gradients after the last batch
             with self.world.no_sync(self.parallel_loss, last):
                 with mixed_precision(self.device, t.precision):
-                    loss_sum = self.loss(batch.src, batch.tgt_in, batch.tgt_out,
-                                         t.teacher_forcing_ratio, t.label_smoothing)
+                    loss_sum = self.parallel_loss(batch.src, batch.tgt_in, batch.tgt_out,
+                                                  t.teacher_forcing_ratio, t.label_smoothing,
+                                                  batch.tgt_positions)
                 loss_sum = loss_sum if weighted else loss_sum * 0.0
                 # DDP averages over N ranks: scaled by N, the average is the whole update's.
                 self.updater.backward(loss_sum * (self.world.size / tokens))
             total += loss_sum.detach()
-        loss = self.world.total(total) / tokens
-        return (loss.item() if self.updater.step(loss) else float("nan")), tokens
+        self.last_step, loss = self.updater.step(self.world.total(total) / tokens)
+        return (loss if self.last_step is Step.TAKEN else float("nan")), tokens
 
     def as_run(self) -> checkpoint.Run:
         """The model being trained, as a loaded run (for translating without a reload)."""
         return checkpoint.Run(self.run_dir, self.config, self.tokenizer, self.model.eval())
 
     def save(self, best: bool) -> None:
-        """Save the training state and weights (rank 0 only); a failed write is reported and
-        the previous files stay as they were."""
+        """Save the training state and weights: every rank sends its random states, rank 0
+        writes. A failed write is reported and the previous files stay as they were."""
+        rng = self.world.gather(capture_rng(self.device))
         if not self.world.is_main:
             return
         try:
             checkpoint.save_training(self.run_dir, asdict(self.progress), self.model,
-                                     self.updater, best)
+                                     self.updater, rng, best)
         except OSError as e:
             self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
                        f"a checkpoint ({e.strerror or e}); the previous one is kept"})
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.progress = checkpoint.restore_training(self.run_dir, state, self.model, self.updater,
-                                                    TrainingProgress)
-        if self.world.is_main:
-            checkpoint.truncate_metrics(self.run_dir, self.progress.step)
 
     def write_metrics(self, record: Event) -> None:
         if self.world.is_main:
@@ -145,6 +142,7 @@ class Trainer:
             with stop_signals() as received:
                 self.loop(received)
         finally:
+            self.batches.close()
             self.corpus.close()
         if received:
             raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
@@ -159,7 +157,7 @@ class Trainer:
             self.save(best=False)  # from here on, a stopped run can always be resumed
         started = time.monotonic() - p.train_time
         per_update = t.accum * self.world.size
-        for update, epoch_fraction in p.updates(self.epoch_batches, per_update, t):
+        for update, epoch_fraction in p.updates(self.epoch_batches, per_update, t, self.prefetch):
             loss, tokens = self.train_step(update)
             p.train_time = time.monotonic() - started
             if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
@@ -181,13 +179,18 @@ class Trainer:
         if p.validated_at != p.step:
             self.validate_and_save()
 
+    def prefetch(self, update: list[np.ndarray]) -> None:
+        """Start building this rank's batches of the next update (on CUDA)."""
+        self.batches.prefetch(self.world.share(update)[0])
+
     def count_step(self, loss: float) -> bool:
-        """Count a step; a NaN/inf one is logged, and too many in a row end training (the
-        last good state is kept). True when the update was taken."""
+        """Count a step; a skipped one is logged, and too many NaN/inf ones in a row end
+        training (the last good state is kept). True when the update was taken."""
         p = self.progress
-        if p.count_step(loss):
+        if p.count_step(loss, overflow=self.last_step is Step.OVERFLOW):
             return True
-        self.write_metrics({"kind": "skipped", "step": p.step, "skipped_steps": p.skipped_steps})
+        self.write_metrics({"kind": "skipped", "step": p.step, "skipped_steps": p.skipped_steps,
+                            "reason": self.last_step.value})
         p.check_divergence(self.config.train, self.run_dir)
         return False
 

@@ -28,8 +28,8 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
     for indices in token_batches(*corpus.val.lengths(), t.batch_tokens):
         batch = make_batch(corpus.val, indices).to(device)
         with mixed_precision(device, t.precision):
-            total_loss += teacher_forced_loss(model, batch.src, batch.tgt_in,
-                                              batch.tgt_out).item()
+            total_loss += teacher_forced_loss(model, batch.src, batch.tgt_in, batch.tgt_out,
+                                              positions=batch.tgt_positions).item()
         total_tokens += batch.num_tgt_tokens
     loss = total_loss / max(total_tokens, 1)
     hypotheses = translate_greedy(model, corpus, corpus.val_text.src, t.precision, device)

@@ -2,6 +2,7 @@
 
 import gzip
 
+import numpy as np
 import pytest
 import torch
 
@@ -88,3 +89,24 @@ def test_corrupt_gzip_is_a_clear_error(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(UserError, match=r"train\.en\.gz: cannot read"):
         read_lines(path)
+
+
+def test_batch_knows_its_real_target_positions_without_asking_the_device():
+    batch = Batch.from_ids([[5, 6, 7], [8], [9]], [[10, 11], [12, 13, 14], []])
+    expected = (batch.tgt_out.reshape(-1) != PAD_ID).nonzero().squeeze(1)
+    assert torch.equal(batch.tgt_positions, expected)
+    assert batch.num_tgt_tokens == 3 + 4 + 1
+
+
+def test_prefetched_batches_equal_batches_built_on_demand():
+    from nmt_cli.data import BatchLoader, EncodedText, make_batch
+
+    data = EncodedText([[4, 5], [6], [7, 8, 9]], [[10], [11, 12], [13, 14, 15]])
+    loader = BatchLoader(data, torch.device("cpu"), prefetch=True)
+    loader.prefetch([np.array([0, 2]), np.array([1])])
+    assert len(loader.ready) == 2
+    for indices in ([0, 2], [1], [2]):  # two prefetched, one not
+        got, expected = loader.get(np.array(indices)), make_batch(data, indices)
+        assert all(torch.equal(a, b) for a, b in zip(got.tensors(), expected.tensors()))
+    assert not loader.ready
+    loader.close()

@@ -115,3 +115,36 @@ def test_min_len_rules_out_eos_until_the_minimum_and_can_force_an_exact_length()
         assert at_least == [[B] * 4, [B] * 4]
         exact = DecodeConfig(beam=beam, min_len=6, max_len_a=0.0, max_len_b=6)
         assert search(model, src, exact) == [[B] * 6, [B] * 6]
+
+
+def test_decoding_reads_from_the_device_at_most_once_a_step(monkeypatch):
+    """Each host read (item, tolist, cpu) waits for the device: one a step at the most."""
+    reads = []
+    for name in ("item", "tolist", "cpu"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            reads.append(1)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    for arch in ("transformer", "gru"):
+        model = tiny_model(arch)
+        steps: list[int] = []
+
+        def counted_step(*args, _step=model.decode_step, _steps=steps):
+            _steps.append(1)
+            return _step(*args)
+
+        monkeypatch.setattr(model, "decode_step", counted_step)
+        src = random_tokens(5, 6, seed=7)
+        src[1, 3:] = PAD_ID
+        limits = max_output_lengths(src, 1.0, 4)  # read before counting
+        for beam in (1, 3):
+            reads.clear()
+            steps.clear()
+            out = (greedy_search(model, src, limits) if beam == 1
+                   else beam_search(model, src, limits, beam, 1.0))
+            assert len(out) == 5 and steps
+            start_up = 3  # the limits; the GRU packs its source by length (two reads)
+            assert len(reads) <= len(steps) + start_up, (arch, beam, len(reads), len(steps))

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import torch
+
 from ..config import ModelConfig
 from .base import DecoderState, Seq2Seq
 from .gru import GRUSeq2Seq
 from .transformer import Transformer
 
-__all__ = ["DecoderState", "GRUSeq2Seq", "Seq2Seq", "Transformer", "build_model"]
+__all__ = ["DecoderState", "GRUSeq2Seq", "Seq2Seq", "Transformer", "build_model",
+           "compile_features"]
 
 
 def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool) -> Seq2Seq:
     family = {"transformer": Transformer, "gru": GRUSeq2Seq}[config.arch]
     return family(config, src_vocab, tgt_vocab, joint_vocab)
+
+
+def compile_features(model: Seq2Seq) -> bool:
+    """torch.compile a Transformer's teacher-forced features, with dynamic shapes (batches
+    vary in length). The output loss stays eager, and so does the GRU: its step loop, cuDNN
+    call and packing break graphs, so compiling it gains little. True when compiled."""
+    if not isinstance(model, Transformer):
+        return False
+    model.features = torch.compile(model.features, dynamic=True)
+    return True

@@ -1,0 +1,111 @@
+"""The device-dependent parts, checked on the CPU: CUDA calls are recorded by fakes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+from nmt_cli import distributed
+from nmt_cli.config import Config, apply_overrides
+from nmt_cli.loss import SLICE_ELEMENTS, rows_per_slice
+from nmt_cli.optim import Step, Updater
+from nmt_cli.progress import TrainingProgress
+from nmt_cli.random_state import capture_rng, restore_rng, rng_of_rank
+
+
+def test_each_rank_takes_its_gpu_before_the_process_group_forms(monkeypatch):
+    calls = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: calls.append(("set_device", index)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: calls.append(
+        ("init_process_group", backend, kw["device_id"])))
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(dist, "broadcast_object_list",
+                        lambda *args, **kwargs: calls.append(("collective",)))
+    world = distributed.init(torch.device("cuda"))
+    world.from_main("run")
+    assert calls == [("set_device", 1), ("init_process_group", "nccl", torch.device("cuda", 1)),
+                     ("collective",)]
+    assert (world.rank, world.size, world.device) == (1, 2, torch.device("cuda", 1))
+
+
+def test_only_the_training_devices_generator_is_saved_and_restored(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device: calls.append(
+        ("get", device)) or torch.tensor([7], dtype=torch.uint8))
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: calls.append(
+        ("set", int(state[0]), device)))
+    saved = capture_rng(torch.device("cuda", 3))  # rank 3 of an eight-GPU machine ...
+    restore_rng(saved, torch.device("cuda", 0))  # ... resumed on a one-GPU machine
+    assert calls == [("get", torch.device("cuda", 3)), ("set", 7, torch.device("cuda", 0))]
+    calls.clear()
+    restore_rng(saved, torch.device("cpu"))  # and on a CPU: the CUDA stream is left alone
+    assert calls == []
+
+
+def test_cpu_streams_resume_exactly_on_another_device(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda *a: pytest.fail("no CUDA state"))
+    torch.manual_seed(3)
+    random.seed(3)
+    np.random.seed(3)
+    saved = capture_rng(torch.device("cpu"))
+    expected = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(99)
+    restore_rng(saved, torch.device("cuda", 0))
+    got = (torch.rand(3), random.random(), np.random.rand())
+    assert torch.equal(got[0], expected[0]) and got[1:] == expected[1:]
+
+
+def test_each_rank_resumes_from_its_own_random_states():
+    states = [{"rank": 0}, {"rank": 1}]
+    assert [rng_of_rank(states, r)["rank"] for r in range(3)] == [0, 1, 0]
+    assert rng_of_rank({"old": "format"}, 1) == {"old": "format"}
+
+
+def fp32(**changes) -> Config:
+    return apply_overrides(Config(), {"train.precision": "fp32", **changes})
+
+
+def test_the_fused_optimizer_flag_follows_the_current_device():
+    model = torch.nn.Linear(4, 4)
+    on_cpu, on_cuda = (Updater(model, fp32(), torch.device(kind)) for kind in ("cpu", "cuda"))
+    assert on_cuda.optimizer.param_groups[0]["fused"] and not on_cpu.optimizer.param_groups[0][
+        "fused"]
+    on_cuda.load_state_dict(on_cpu.state_dict())  # a CPU-saved run resumed on CUDA
+    assert on_cuda.optimizer.param_groups[0]["fused"]
+    on_cpu.load_state_dict(on_cuda.state_dict())  # and back
+    assert not on_cpu.optimizer.param_groups[0]["fused"]
+
+
+def test_output_loss_slices_follow_the_device():
+    assert rows_per_slice(32_000, torch.device("cpu")) == SLICE_ELEMENTS // 32_000
+    assert rows_per_slice(32_000, torch.device("cuda")) >= 2_000  # a handful of slices a batch
+    assert rows_per_slice(10**9, torch.device("cpu")) == 1
+
+
+def test_fp16_overflow_skips_do_not_count_as_divergence():
+    model = torch.nn.Linear(4, 4)
+    updater = Updater(model, fp32(**{"train.precision": "fp16"}), torch.device("cpu"))
+    assert updater.scaler is not None
+    before = model.weight.detach().clone()
+    loss = model(torch.ones(1, 4)).sum()
+    updater.backward(loss)
+    model.weight.grad[0, 0] = math.inf  # what an fp16 overflow leaves in the gradient
+    outcome, value = updater.step(loss.detach())
+    assert outcome is Step.OVERFLOW and math.isfinite(value)
+    assert torch.equal(model.weight, before)  # no update
+    progress = TrainingProgress()
+    assert not progress.count_step(math.nan, overflow=True)
+    assert (progress.bad_steps, progress.overflow_steps, progress.skipped_steps) == (0, 1, 1)
+    assert not progress.count_step(math.nan)
+    assert progress.bad_steps == 1
+    assert dataclasses.asdict(progress)["overflow_steps"] == 1  # saved with the run
