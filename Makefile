@@ -25,17 +25,21 @@ lint: install
 train: install
 	$(BIN)/nmt train
 
-# Benchmarks on Multi30k from ../shared/data/multi30k (JoeyNMT is installed into bench/out),
-# run by bench/all.py: each part's table, then one table of figures against targets, and
-# bench/out/bench.json (bench-quick.json).
+# Benchmarks on Multi30k in data/multi30k, fetched on first use (JoeyNMT is installed into
+# bench/out), run by `python -m bench.all`: each part's table, then one table of figures
+# against targets, and bench/out/bench.json (bench-quick.json).
 # bench-quick: training and decoding speed against JoeyNMT (about 10 minutes on 2 cores).
 # bench: those in full, the 60-minute quality run of each Multi30k preset, and the memory
 # benchmarks (about 3 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
+# MIRROR: a local copy of Multi30k to fetch from instead of the network (NMT_MULTI30K_MIRROR,
+# else the one this team's machines keep beside the checkout, if there is one).
+MIRROR ?= $(or $(NMT_MULTI30K_MIRROR),$(wildcard ../shared/data/multi30k))
+
 bench-quick: install
-	$(BIN)/python bench/all.py --quick
+	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all --quick
 
 bench: install
-	$(BIN)/python bench/all.py
+	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

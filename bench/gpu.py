@@ -1,8 +1,9 @@
 """GPU throughput of the `base` preset: tokens/s, model FLOP utilisation, memory, decoding.
 
-On a machine with an NVIDIA GPU (nothing is installed; the project's environment is used):
+On a machine with an NVIDIA GPU, from the repository root, with that machine's own Python and
+its installed packages (torch with CUDA, and nmt's dependencies; nothing is installed):
 
-    python bench/gpu.py              # or: bash bench/gpu.sh
+    python3 -m bench.gpu [--data DIR]     # or: bash bench/gpu.sh [--data DIR]
 
 trains the `base` Transformer (6+6 layers, d512, 8 heads, ff 2048; vocabulary 8,000 here, as
 Multi30k is too small for 32,000) on Multi30k en-de in bf16, eager and with torch.compile, and
@@ -10,12 +11,13 @@ prints one table: target tokens/s, MFU (model FLOPs per second over the card's d
 peak), peak GPU memory, then decoding sentences/s of test_2016_flickr, greedy and beam 5.
 Model FLOPs count the matrix products of the forward and backward passes (3x forward): the
 linear layers, the output projection, and the attention scores and weighted sums.
-`--device cpu --steps 2` runs the same code on a CPU as a smoke test.
+`--device cpu --steps 2 --sentences 16` runs the same code on a CPU as a smoke test.
+Multi30k is read from --data (default data/multi30k, fetched on first use, from
+$NMT_MULTI30K_MIRROR when that names a local copy).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -24,9 +26,8 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+from .common import add_data_option, multi30k_dir, new_parser
+
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12,
              "A10": 125e12, "4090": 165e12}  # dense bf16 FLOP/s
 
@@ -52,13 +53,14 @@ def step_flops(config, batch) -> float:
     return 3.0 * (encoder + decoder + output)
 
 
-def train_speed(compiled: bool, device: str, steps: int) -> dict:
+def train_speed(compiled: bool, device: str, steps: int, corpus: Path) -> dict:
+    """Time `steps` training steps; the eager run saves its weights for decode_speed."""
     from nmt_cli.config import apply_overrides, preset
     from nmt_cli.data import make_batch
     from nmt_cli.training import Trainer, prepare_run_dir
 
     config = apply_overrides(preset("base"), {
-        "data.data_dir": str(MULTI30K), "tokenizer.vocab_size": 8000,
+        "data.data_dir": str(corpus), "tokenizer.vocab_size": 8000,
         "tokenizer.model_type": "unigram", "train.device": device, "train.precision": "bf16",
         "train.compile": compiled, "train.accum": 1})
     trainer = Trainer(config, prepare_run_dir(Path(tempfile.mkdtemp()) / "run"), lambda e: None)
@@ -79,17 +81,19 @@ def train_speed(compiled: bool, device: str, steps: int) -> dict:
     peak = peak_flops(trainer.device)
     memory = (torch.cuda.max_memory_allocated() / 2**30 if trainer.device.type == "cuda"
               else float("nan"))
+    if not compiled:
+        trainer.save(best=True)  # model.safetensors, which Translator.from_run loads
     return {"tokens_per_s": tokens / seconds, "mfu": flops / seconds / peak if peak else None,
             "peak_memory_gib": memory, "run_dir": str(trainer.run_dir)}
 
 
-def decode_speed(run_dir: str, device: str, count: int) -> dict:
+def decode_speed(run_dir: str, device: str, count: int, corpus: Path) -> dict:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.translate import Translator
 
-    lines = read_lines(MULTI30K / "test_2016_flickr.en.gz")[:count]
-    translator = Translator.from_run(run_dir, device=device, weights="last.safetensors")
+    lines = read_lines(corpus / "test_2016_flickr.en.gz")[:count]
+    translator = Translator.from_run(run_dir, device=device)
     result = {}
     for name, beam in (("greedy", 1), ("beam5", 5)):
         config = DecodeConfig(beam=beam, device=device, batch_size=128, precision="bf16")
@@ -103,20 +107,23 @@ def decode_speed(run_dir: str, device: str, count: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--sentences", type=int, default=1000)
+    add_data_option(parser)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
-        sys.exit("bench/gpu.py: no CUDA GPU here (use --device cpu for a smoke test)")
+        sys.exit("bench.gpu: no CUDA GPU here (use --device cpu for a smoke test)")
+    corpus = multi30k_dir(args.data)
     results = {}
     for compiled in (False, True):
         name = "base, bf16" + (", --compile" if compiled else "")
-        results[name] = train_speed(compiled, args.device, args.steps)
+        results[name] = train_speed(compiled, args.device, args.steps, corpus)
         print(name, json.dumps(results[name]), file=sys.stderr, flush=True)
-    decoding = decode_speed(results["base, bf16"]["run_dir"], args.device, args.sentences)
+    decoding = decode_speed(results["base, bf16"]["run_dir"], args.device, args.sentences,
+                            corpus)
     card = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(f"\n{card}; Multi30k en-de; `base` preset, vocabulary 8,000\n")
     print("| run | target tok/s | MFU | peak memory |")

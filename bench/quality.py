@@ -6,15 +6,14 @@ sacreBLEU scores the detokenized output against the raw references: BLEU (cased,
 and lowercased BLEU for comparison with published results. Decoding time is end to end
 (loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
 
-    python bench/quality.py [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
-                            [--score-only] [--out DIR] [--json FILE]
+    python -m bench.quality [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
+                            [--score-only] [--data DIR] [--out DIR] [--json FILE]
 
 Runs go to DIR/<preset> (bench/out/quality by default); --score-only scores runs already there.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,18 +21,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
-OUT = ROOT / "bench" / "out" / "quality"
+from .common import OUT, ROOT, THREADS, add_data_option, multi30k_dir, new_parser
+
 PRESETS = ("multi30k-transformer", "multi30k-gru")
 # bf16 autocast pays off on CPUs with bf16 matrix units (AMX, as here); the GRU recurrence
 # runs in fp32 anyway.
 EXTRA = {"multi30k-transformer": ["--set", "train.precision=bf16"]}
 
 
-def train(preset: str, run_dir: Path, max_time: str | None) -> float:
+def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path) -> float:
     command = [sys.executable, "-m", "nmt_cli", "train", "--preset", preset,
-               "--data", str(MULTI30K), "--run", str(run_dir), *EXTRA.get(preset, [])]
+               "--data", str(corpus), "--run", str(run_dir), *EXTRA.get(preset, [])]
     if max_time:
         command += ["--max-time", max_time]
     start = time.perf_counter()
@@ -42,14 +40,14 @@ def train(preset: str, run_dir: Path, max_time: str | None) -> float:
     return time.perf_counter() - start
 
 
-def score(run_dir: Path) -> dict:
+def score(run_dir: Path, corpus: Path) -> dict:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.evaluate import evaluate
     from nmt_cli.translate import Translator
 
-    sources = read_lines(MULTI30K / "test_2016_flickr.en.gz")
-    references = read_lines(MULTI30K / "test_2016_flickr.de.gz")
+    sources = read_lines(corpus / "test_2016_flickr.en.gz")
+    references = read_lines(corpus / "test_2016_flickr.de.gz")
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = [s for s in steps if s["kind"] == "step"][-1]
     best_val = max((s["val_bleu"] for s in steps if s["kind"] == "validate"), default=None)
@@ -73,16 +71,16 @@ def score(run_dir: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     parser.add_argument("--max-time", help="override the presets' budget, e.g. 20m")
     parser.add_argument("--score-only", action="store_true")
-    parser.add_argument("--out", type=Path, default=OUT, help="where the runs go")
+    add_data_option(parser)
+    parser.add_argument("--out", type=Path, default=OUT / "quality", help="where the runs go")
     parser.add_argument("--json", type=Path, help="default: OUT/quality.json")
     args = parser.parse_args()
-    if not MULTI30K.is_dir():
-        sys.exit(f"error: {MULTI30K} not found (the Multi30k mirror beside the project)")
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    corpus = multi30k_dir(args.data)
+    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
     for preset in args.presets:
@@ -91,8 +89,10 @@ def main() -> None:
         if not args.score_only:
             if run_dir.exists():
                 sys.exit(f"error: {run_dir} exists; remove it or pass --score-only")
-            result["wall_minutes"] = round(train(preset, run_dir, args.max_time) / 60, 1)
-        result.update(score(run_dir))
+            print(f"{preset}: training into {run_dir}", file=sys.stderr, flush=True)
+            minutes = train(preset, run_dir, args.max_time, corpus) / 60
+            result["wall_minutes"] = round(minutes, 1)
+        result.update(score(run_dir, corpus))
         results[preset] = result
         print(json.dumps(result), flush=True)
     (args.json or args.out / "quality.json").write_text(json.dumps(results, indent=2) + "\n")

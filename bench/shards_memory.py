@@ -5,22 +5,19 @@ mapping of the source, in reverse order), prepares the first 20,000 pairs and al
 with `nmt data prepare`, then trains the default Transformer for 200 steps from each and
 reports the peak resident memory (VmHWM) of each training process. Target: within 20%.
 
-    python bench/shards_memory.py [--pairs 2000000] [--small 20000] [--steps 200]
+    python -m bench.shards_memory [--pairs 2000000] [--small 20000] [--steps 200]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed import OUT, ROOT, peak_rss_mb  # noqa: E402
+from .common import OUT, ROOT, new_parser, two_threads_env, watch_peak_rss
 
 WORK = OUT / "shards"
 
@@ -59,25 +56,19 @@ def train_peak(prepared: Path, run_dir: Path, steps: int) -> tuple[float, float]
     """Peak RSS (MB) of `nmt train` on a prepared corpus, and its wall time."""
     command = [sys.executable, "-m", "nmt_cli", "train", "--data", str(prepared), "--run",
                str(run_dir), "--max-steps", str(steps), "--set", "train.validate_every=100000"]
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}
-    start, peak = time.perf_counter(), 0.0
+    start = time.perf_counter()
     log = run_dir.with_suffix(".log")
     with open(log, "w") as sink:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                   stderr=sink)
-        while process.poll() is None:
-            try:
-                peak = max(peak, peak_rss_mb(process.pid))
-            except OSError:
-                pass
-            time.sleep(0.2)
+        process = subprocess.Popen(command, cwd=ROOT, env=two_threads_env(),
+                                   stdout=subprocess.DEVNULL, stderr=sink)
+        peak = watch_peak_rss(process, 0.2)
     if process.returncode != 0:
         raise SystemExit(f"training failed; see {log}")
     return peak, time.perf_counter() - start
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--pairs", type=int, default=2_000_000)
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--steps", type=int, default=200)

@@ -1,17 +1,17 @@
 """Resident memory of `nmt translate` streaming many lines from stdin.
 
-Feeds N lines (the sample test set, repeated) to `nmt translate` through a pipe, reads the
-translations as they come, and samples the translator's resident memory (VmRSS) at the
-10,000th line and at the last. Memory must stay flat: growth under 100 MB.
+Feeds N lines (the test set of the sample corpus in nmt_cli/sample/, repeated) to
+`nmt translate` through a pipe, reads the translations as they come, and samples the
+translator's resident memory (VmRSS) at the 10,000th line and at the last. Memory must stay
+flat: growth under 100 MB.
 
-    python bench/translate_memory.py [--run RUN] [--lines 100000]
+    python -m bench.translate_memory [--run RUN] [--lines 100000]
 
 Without --run, a tiny model is trained first (its quality does not matter here).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -21,27 +21,23 @@ import time
 from itertools import cycle, islice
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from nmt_cli.data import sample_corpus
+
+from .common import new_parser, rss_mb
+
 NMT = [sys.executable, "-m", "nmt_cli"]
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def tiny_run(directory: Path) -> Path:
     run = directory / "run"
-    subprocess.run([*NMT, "train", "--data", str(ROOT / "data/sample"), "--run", str(run),
+    subprocess.run([*NMT, "train", "--data", str(sample_corpus()), "--run", str(run),
                     "--max-steps", "30", "--set", "model.d_model=64", "--set", "model.d_ff=128",
                     "--set", "train.validate_every=30"], check=True, stdout=subprocess.DEVNULL)
     return run
 
 
 def measure(run: Path, total: int, checkpoint: int) -> dict[str, float]:
-    sentences = (ROOT / "data/sample/test.en").read_text(encoding="utf-8").splitlines()
+    sentences = (sample_corpus() / "test.en").read_text(encoding="utf-8").splitlines()
     process = subprocess.Popen([*NMT, "translate", "--run", str(run), "--beam", "1"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                encoding="utf-8", bufsize=1)
@@ -65,7 +61,7 @@ def measure(run: Path, total: int, checkpoint: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--run", type=Path)
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--checkpoint", type=int, default=10_000)

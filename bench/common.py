@@ -1,0 +1,228 @@
+"""What the benchmarks share: paths, the Multi30k corpus, the JoeyNMT peer (bench/peers/),
+process memory helpers, and the targets `bench.all` judges the headline figures against.
+
+The benchmarks are modules of the `bench` package, run from the repository root:
+`python -m bench.speed`, `python -m bench.all`, and so on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from string import Template
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+PEERS = ROOT / "bench" / "peers"
+
+# Multi30k task 1, English -> German: the files the benchmarks read, in the folder that
+# `nmt data fetch multi30k` fills by default.
+MULTI30K = ROOT / "data" / "multi30k"
+MULTI30K_FILES = tuple(f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
+                       for lang in ("en", "de"))
+MIRROR_VARIABLE = "NMT_MULTI30K_MIRROR"  # a local folder to copy Multi30k from, if set
+
+THREADS = 2  # every CPU comparison gives both sides 2 threads
+
+# nmt's side of the reference settings (bench/peers/README.md): Config() defaults are the
+# reference Transformer; "transformer-bf16" and "gru-luong" are nmt's own variants.
+NMT_REFERENCE = {
+    "transformer": {},
+    "transformer-bf16": {"train.precision": "bf16"},
+    "gru-bahdanau": {"model.arch": "gru", "model.attention": "additive",
+                     "train.schedule": "constant"},
+    "gru-luong": {"model.arch": "gru", "model.attention": "dot", "train.schedule": "constant"},
+}
+
+JOEYNMT_VENV = OUT / "joeynmt-venv"
+JOEYNMT_CONFIGS = {"transformer": PEERS / "joeynmt-transformer.yaml",
+                   "gru-bahdanau": PEERS / "joeynmt-gru.yaml"}
+JOEYNMT_INSTALL = (["torch==2.13.0"],  # in this order: JoeyNMT must find this torch
+                   ["joeynmt==2.3.0", "importlib_metadata", "sentencepiece==0.2.0"])
+
+# The targets of the headline figures: `figure` as bench.all names it, met when
+# `measured <comparison> value`. `full_run`: stated for the full run only, so bench-quick
+# shows it without judging. Figures without a row here are shown with no target.
+TARGETS = [
+    {"figure": "training tok/s, transformer-bf16, vs JoeyNMT", "comparison": ">=",
+     "value": 4.0, "unit": "x"},
+    {"figure": "training tok/s, gru-bahdanau, vs JoeyNMT", "comparison": ">=",
+     "value": 1.5, "unit": "x"},
+    {"figure": "training tok/s, gru-luong, vs JoeyNMT", "comparison": ">=",
+     "value": 3.0, "unit": "x"},
+    *({"figure": f"training peak RSS, {run}, vs JoeyNMT", "comparison": "<=", "value": 0.5,
+       "unit": "x"} for run in NMT_REFERENCE),
+    {"figure": "decoding sent/s, transformer greedy, vs JoeyNMT", "comparison": ">=",
+     "value": 3.0, "unit": "x", "full_run": "1,000 sentences"},
+    {"figure": "decoding sent/s, transformer beam5, vs JoeyNMT", "comparison": ">=",
+     "value": 5.0, "unit": "x", "full_run": "1,000 sentences"},
+    {"figure": "test_2016_flickr BLEU, multi30k-transformer, beam 5", "comparison": ">=",
+     "value": 36.0, "unit": ""},
+    {"figure": "test_2016_flickr BLEU, multi30k-gru, beam 5", "comparison": ">=",
+     "value": 30.0, "unit": ""},
+    *({"figure": f"BLEU lost to --quantize int8, {preset}", "comparison": "<=", "value": 0.5,
+       "unit": ""} for preset in ("multi30k-transformer", "multi30k-gru")),
+    {"figure": "translate: RSS growth over a 100,000-line stream", "comparison": "<",
+     "value": 100, "unit": " MB"},
+    {"figure": "training peak RSS from prepared files, 100x the pairs", "comparison": "<=",
+     "value": 20, "unit": "%"},
+]
+
+
+def new_parser(module: str, doc: str) -> argparse.ArgumentParser:
+    """The command line parser of a benchmark module, named as it is run."""
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
+
+
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, metavar="DIR",
+                        help="the Multi30k folder (default: data/multi30k, fetched on first use; "
+                             f"{MIRROR_VARIABLE}=DIR fetches it from a local copy)")
+
+
+def multi30k_dir(data: Path | None) -> Path:
+    """The Multi30k folder to read, absolute: `data` or data/multi30k. When files are missing,
+    `nmt data fetch multi30k` fills it, from $NMT_MULTI30K_MIRROR when that is set, else
+    from the network; if that fails the process exits with one line saying what to do."""
+    folder = (data or MULTI30K).resolve()
+    if all((folder / name).is_file() for name in MULTI30K_FILES):
+        return folder
+    command = [sys.executable, "-m", "nmt_cli", "data", "fetch", "multi30k", "--dest", str(folder)]
+    mirror = os.environ.get(MIRROR_VARIABLE)
+    if mirror:
+        command += ["--mirror", str(Path(mirror).resolve())]
+    existed = folder.exists()
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode == 0:
+        print(f"Multi30k: fetched into {folder} from {mirror or 'the network'}", file=sys.stderr,
+              flush=True)
+        return folder
+    if not existed and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()  # leave no empty folder behind
+    reason = (result.stderr.strip().splitlines() or ["no message"])[-1].removeprefix("error: ")
+    if not mirror and "download of" in reason:
+        raise SystemExit(f"Multi30k is not in {folder} and the network cannot be reached; pass a "
+                         f"local copy: {MIRROR_VARIABLE}=DIR (the .gz files) or --data DIR")
+    raise SystemExit(f"Multi30k: cannot fetch into {folder}: {reason}")
+
+
+def two_threads_env() -> dict[str, str]:
+    """The environment for a child process of a CPU comparison."""
+    return {**os.environ, "OMP_NUM_THREADS": str(THREADS)}
+
+
+def status_mb(pid: int | str, field: str) -> float:
+    """A memory line of /proc/PID/status in MB (NaN once the process has exited)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """Peak resident memory (VmHWM) of a process, this one by default."""
+    return status_mb(pid, "VmHWM")
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident memory (VmRSS) of a process now."""
+    return status_mb(pid, "VmRSS")
+
+
+def watch_peak_rss(process: subprocess.Popen, interval: float,
+                   stop_after: float | None = None) -> float:
+    """Wait for `process`, sampling its peak resident memory every `interval` seconds, and
+    return the highest sample in MB. With `stop_after`, send it SIGINT once after that many
+    seconds (JoeyNMT, through bench/peers/run_joeynmt.py, then saves and ends)."""
+    started, peak, stopping = time.monotonic(), 0.0, False
+    while process.poll() is None:
+        try:
+            peak = max(peak, peak_rss_mb(process.pid))
+        except OSError:  # it ended between poll() and the read
+            pass
+        if stop_after is not None and not stopping and time.monotonic() - started > stop_after:
+            process.send_signal(signal.SIGINT)
+            stopping = True
+        time.sleep(interval)
+    return peak
+
+
+def ensure_joeynmt() -> Path:
+    """The Python of bench/out/joeynmt-venv, made with JoeyNMT 2.3.0 on first use."""
+    python = JOEYNMT_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(JOEYNMT_VENV)], check=True)
+        for packages in JOEYNMT_INSTALL:
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages],
+                           check=True)
+    return python
+
+
+def prepare_joeynmt_data(python: Path, corpus: Path) -> dict[str, Path]:
+    """JoeyNMT's inputs under bench/out/joeynmt-data: the corpus uncompressed, and the joint
+    SentencePiece model with JoeyNMT's ids (unk 0, pad 1, bos 2, eos 3) and vocabulary file."""
+    data = OUT / "joeynmt-data"
+    data.mkdir(parents=True, exist_ok=True)
+    for name in MULTI30K_FILES:
+        target = data / name.removesuffix(".gz")
+        if not target.exists():
+            target.write_bytes(gzip.decompress((corpus / name).read_bytes()))
+    model, vocab = data / "spm.model", data / "vocab.txt"
+    if not model.exists():
+        script = (
+            "import sys, sentencepiece as spm; d = sys.argv[1]; "
+            "spm.SentencePieceTrainer.train(input=f'{d}/train.en,{d}/train.de', "
+            "model_prefix=f'{d}/spm', vocab_size=8000, model_type='unigram', "
+            "character_coverage=1.0, unk_id=0, pad_id=1, bos_id=2, eos_id=3, minloglevel=2)")
+        subprocess.run([str(python), "-c", script, str(data)], check=True)
+        pieces = [line.split("\t")[0] for line in
+                  (data / "spm.vocab").read_text(encoding="utf-8").splitlines()]
+        vocab.write_text("\n".join(pieces) + "\n", encoding="utf-8")
+    return {"data": data, "model": model, "vocab": vocab}
+
+
+def setup_joeynmt(corpus: Path) -> tuple[Path, dict[str, Path]]:
+    """JoeyNMT's Python and its prepared inputs (see ensure_joeynmt, prepare_joeynmt_data)."""
+    python = ensure_joeynmt()
+    return python, prepare_joeynmt_data(python, corpus)
+
+
+def set_yaml_entry(text: str, dotted: str, value: object) -> str:
+    """`section.key: value` in a config of bench/peers (2-space indent): replaced if the
+    section has the key, else added at the top of the section."""
+    section, key = dotted.split(".")
+    lines = text.splitlines()
+    start = lines.index(f"{section}:")
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i] and not lines[i].startswith(" ")), len(lines))
+    entry = f"  {key}: {value}"
+    found = [i for i in range(start + 1, end) if re.match(rf"  {key}:", lines[i])]
+    if found:
+        lines[found[0]] = entry
+    else:
+        lines.insert(start + 1, entry)
+    return "\n".join(lines) + "\n"
+
+
+def joeynmt_config(family: str, files: dict[str, Path], model_dir: Path,
+                   changes: dict[str, object] | None = None) -> str:
+    """The text of a JoeyNMT config from bench/peers, filled in, with `changes` such as
+    {"training.validation_freq": 100000} applied."""
+    text = Template(JOEYNMT_CONFIGS[family].read_text()).substitute(
+        DATA=files["data"], SPM_MODEL=files["model"], SPM_VOCAB=files["vocab"],
+        MODEL_DIR=model_dir)
+    for dotted, value in (changes or {}).items():
+        text = set_yaml_entry(text, dotted, value)
+    return text
+
+
+def joeynmt_command(python: Path, *arguments: str) -> list[str]:
+    """A JoeyNMT command (train, test, translate) through bench/peers/run_joeynmt.py."""
+    return [str(python), str(PEERS / "run_joeynmt.py"), *arguments]
