@@ -29,7 +29,7 @@ def test_cuda_training_steps_lower_the_loss(small_corpus, tmp_path, precision, c
                                           "train.compile": compiled})
     trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
     assert trainer.optimizer.defaults["fused"]
-    assert torch.backends.cuda.matmul.allow_tf32
+    assert torch.get_float32_matmul_precision() == "high"  # TF32 matrix products
     assert (trainer.scaler is not None) == (precision == "fp16")
     batch = trainer.epoch_batches(0)[0]
     losses = [trainer.train_step([batch])[0] for _ in range(12)]
