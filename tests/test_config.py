@@ -108,7 +108,7 @@ def test_a_resumed_run_keeps_its_model_and_data():
 
 
 def test_choice_lists_are_the_command_lines_choices():
-    from nmt_cli.cli import Arch, Device, Precision
+    from nmt_cli.cli.common import Arch, Device, Precision
 
     assert tuple(c.value for c in Arch) == ARCHS
     assert tuple(c.value for c in Device) == DEVICES

@@ -128,13 +128,20 @@ def test_second_ctrl_c_stops_at_once_and_leaves_a_loadable_run(corpus, tmp_path)
     assert not list(run_dir.glob(".*.tmp"))
 
 
-def wait_for_training(run_dir: Path, after_step: int, process: subprocess.Popen) -> None:
-    """Return once the process logs a step beyond `after_step` (or has ended)."""
-    deadline = time.monotonic() + 60
+def saved_step(run_dir: Path) -> int:
+    path = run_dir / checkpoint.TRAIN_STATE
+    return checkpoint.load_train_state(path)["progress"]["step"] if path.exists() else -1
+
+
+def wait_for_checkpoint(run_dir: Path, after_step: int, process: subprocess.Popen) -> None:
+    """Return once the process has saved a training state beyond `after_step` (or ended)."""
+    path, seen = run_dir / checkpoint.TRAIN_STATE, None
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
-        if (run_dir / "metrics.jsonl").exists():
-            steps = [s for s, _ in step_losses(run_dir)]
-            if steps and steps[-1] > after_step:
+        stamp = path.stat().st_mtime_ns if path.exists() else None
+        if stamp != seen:  # a new file: read its step
+            seen = stamp
+            if saved_step(run_dir) > after_step:
                 return
         time.sleep(0.01)
 
@@ -150,11 +157,11 @@ def test_run_survives_sigkill_at_random_moments(corpus, tmp_path):
     run_dir, kills, checkpoints = tmp_path / "run", 0, set()
     args = cli_args(corpus, run_dir, steps) + ["--set", "train.validate_every=2"]
     for _ in range(20):
-        resumed_at = len(step_losses(run_dir)) if run_dir.exists() else 0
+        resumed_at = saved_step(run_dir)
         process = nmt(*args)
         # Past a new checkpoint first (one every 2 steps), however slow the machine, so that
         # the kills land all along the run; then at a random moment, mid-step or mid-save.
-        wait_for_training(run_dir, resumed_at + 1, process)
+        wait_for_checkpoint(run_dir, resumed_at, process)
         time.sleep(rng.uniform(0.0, 0.25))
         if process.poll() is not None:  # finished before the kill
             break

@@ -1,0 +1,101 @@
+"""What every command shares: the error console, choice Enums, one-line user errors, and the
+decoding options."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import fields
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ..config import ARCHS, DEVICES, PRECISIONS, QUANTIZATIONS, DecodeConfig
+from ..datasets import CORPORA
+from ..errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Train, run and score neural machine translation models.")
+err = Console(stderr=True)
+
+
+def choices(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """An Enum of a choice list from the config layer, for Typer."""
+    return Enum(name, {value: value for value in values}, type=str)
+
+
+Arch, Device, Precision = choices("Arch", ARCHS), choices("Device", DEVICES), choices(
+    "Precision", PRECISIONS)
+Quantize, Corpus = choices("Quantize", QUANTIZATIONS), choices("Corpus", CORPORA)
+
+
+def value(choice: Enum | None) -> str | None:
+    return choice.value if choice is not None else None
+
+
+def user_errors(command):
+    """Turn a UserError (or an OS error on a user's file) into one line and exit status 1."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except UserError as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            err.print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False,
+                      soft_wrap=True)
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        raise typer.Exit(1)
+    return wrapper
+
+
+DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfig field
+    "beam": "Beam size; 1 is greedy search.",
+    "alpha": "Length penalty exponent.",
+    "max_len_a": "Output limit: a * source length + b.",
+    "max_len_b": "Output limit: a * source length + b.",
+    "min_len": "Shortest output, in tokens.",
+    "batch_size": "Sentences per decoding batch.",
+    "device": "Where to run: auto picks cuda, mps, cpu.",
+    "precision": "auto: bf16 autocast on CUDA, float32 elsewhere.",
+}
+DECODE_TYPES = {"device": Device, "precision": Precision}
+
+
+def with_decode_options(command):
+    """Give `command` one option per DecodeConfig field, with its default, and --quantize.
+    The command receives them gathered as `decode: DecodeConfig` and `quantize: str`."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+           if p.name not in ("decode", "quantize")]
+    added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                               default=DECODE_TYPES[f.name](f.default) if f.name in DECODE_TYPES
+                               else f.default,
+                               annotation=Annotated[DECODE_TYPES.get(f.name, type(f.default)),
+                                                    typer.Option(help=DECODE_HELP[f.name])])
+             for f in fields(DecodeConfig)]
+    added.append(inspect.Parameter("quantize", inspect.Parameter.KEYWORD_ONLY,
+                                   default=Quantize("none"), annotation=Annotated[Quantize, (
+                                       typer.Option(help="int8: linear layers in int8 (dynamic "
+                                                    "quantization; CPU only)."))]))
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        settings = {f.name: kwargs.pop(f.name) for f in fields(DecodeConfig)}
+        settings = {k: v.value if isinstance(v, Enum) else v for k, v in settings.items()}
+        return command(decode=DecodeConfig(**settings), quantize=kwargs.pop("quantize").value,
+                       **kwargs)
+
+    wrapper.__signature__ = inspect.Signature([*own, *added])
+    return wrapper
+
+
+RunOption = Annotated[Path | None, typer.Option(
+    "--run", help="Run directory (default: the most recent run under runs/).")]
+
+

@@ -1,0 +1,57 @@
+"""`nmt data fetch` and `nmt data prepare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import DEFAULT_PRESET, resolve_config
+from ..datasets import fetch_multi30k
+from ..prepared import TOKENIZER_SAMPLE
+from ..prepared import prepare as prepare_corpus
+from .common import Corpus, app, err, user_errors
+
+data_app = typer.Typer(no_args_is_help=True, help="Download and prepare corpora.")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("fetch")
+@user_errors
+def fetch(
+    corpus: Annotated[Corpus, typer.Argument(help="Corpus to fetch.")],
+    pair: Annotated[str, typer.Option(help="Language pair, e.g. en-de, en-fr, en-cs.")] = "en-de",
+    dest: Annotated[Path | None, typer.Option(
+        help="Folder to write into (default: data/CORPUS).")] = None,
+    mirror: Annotated[Path | None, typer.Option(
+        help="Copy from this local folder instead of downloading.")] = None,
+):
+    """Download a corpus's train, val and test files, verified by SHA-256; prints the folder."""
+    dest = dest or Path("data") / corpus.value
+    fetch_multi30k(pair, dest, mirror, report=lambda message: err.print(message, highlight=False))
+    print(dest)
+
+
+@data_app.command("prepare")
+@user_errors
+def prepare_command(
+    data: Annotated[Path, typer.Option(help="Corpus directory with train and val files.")],
+    out: Annotated[Path, typer.Option(help="Folder to write the prepared corpus into.")],
+    src_lang: Annotated[str, typer.Option(help="Source language suffix.")] = "en",
+    tgt_lang: Annotated[str, typer.Option(help="Target language suffix.")] = "de",
+    preset_name: Annotated[str | None, typer.Option(
+        "--preset", help="Take tokenizer and length settings from this preset.")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="tokenizer.KEY=value or data.max_len=N (repeatable).")] = None,
+    sample: Annotated[int, typer.Option(
+        help="Train the tokenizer on at most this many pairs (a uniform sample).")
+    ] = TOKENIZER_SAMPLE,
+):
+    """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
+    config = resolve_config(preset_name or DEFAULT_PRESET, settings=settings)
+    info = prepare_corpus(data, out, src_lang, tgt_lang, config.tokenizer, config.data.max_len,
+                          config.train.seed, sample)
+    err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "
+              f"{info['too_long']:,} longer than {info['max_len']} tokens dropped", highlight=False)
+    print(out)

@@ -1,0 +1,138 @@
+"""`nmt train`, with its progress display."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..checkpoint import TRAIN_STATE
+from ..config import PRESETS, command_line_overrides, resolve_config
+from ..errors import UserError
+from ..stopping import TrainingInterrupted, ignore_stop_signals
+from ..training import resume as resume_training
+from ..training import train as train_model
+from .common import Arch, Device, Precision, app, err, user_errors, value
+
+
+@app.command()
+@user_errors
+def train(
+    arch: Annotated[Arch | None, typer.Option(help="Model family.")] = None,
+    data: Annotated[Path | None, typer.Option(
+        help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test); "
+        "default: the sample corpus that comes with nmt.")] = None,
+    src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="Target language suffix.")] = None,
+    run: Annotated[Path | None, typer.Option(
+        "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
+        "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,
+    preset_name: Annotated[str | None, typer.Option(
+        "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the --arch one).")
+    ] = None,
+    config_file: Annotated[Path | None, typer.Option(
+        "--config", help="TOML file of settings, e.g. [model] d_model = 512.")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override one setting: section.key=value (repeatable).")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many updates.")] = None,
+    max_time: Annotated[str | None, typer.Option(
+        help="Stop after this much training time, e.g. 90s, 20m, 1h30m.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Stop after this many epochs.")] = None,
+    batch_tokens: Annotated[int | None, typer.Option(
+        help="Padded tokens per batch (sentences x longest side).")] = None,
+    device: Annotated[Device | None, typer.Option(
+        help="Where to train: auto picks cuda, mps, cpu.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    precision: Annotated[Precision | None, typer.Option(
+        help="auto: bf16 autocast on CUDA, float32 elsewhere.")] = None,
+    accum: Annotated[int | None, typer.Option(
+        help="Batches per update (gradient accumulation).")] = None,
+    compile_model: Annotated[bool, typer.Option(
+        "--compile", help="Compile the model with torch.compile (pays off on GPUs).")] = False,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue this run exactly where it stopped (--run on such a run does too).")
+    ] = None,
+):
+    """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
+    options = {"model.arch": value(arch), "data.data_dir": data and str(data),
+               "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
+               "train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs,
+               "train.batch_tokens": batch_tokens, "train.device": value(device),
+               "train.seed": seed, "train.precision": value(precision), "train.accum": accum,
+               "train.compile": True if compile_model else None}
+    if resume is None and run is not None and (run / TRAIN_STATE).is_file():
+        resume = run
+    with interruptible(), TrainingDisplay() as display:
+        if resume is not None:
+            if preset_name or config_file:
+                raise UserError("--resume continues a run with its own settings; --preset and "
+                                "--config apply to new runs only")
+            run_dir = resume_training(resume, command_line_overrides(settings, options),
+                                      on_event=display.show)
+        else:
+            config = resolve_config(preset_name, config_file, settings, options)
+            run_dir = train_model(config, run, on_event=display.show)
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
+        print(run_dir)
+
+
+@contextmanager
+def interruptible():
+    """A run stopped by a signal has saved its state: say how to resume, exit 128 + signal.
+    Once stopping, further signals are ignored so that none interrupts the exit itself."""
+    try:
+        yield
+    except TrainingInterrupted as e:
+        ignore_stop_signals()
+        err.print(str(e), highlight=False, soft_wrap=True)
+        raise typer.Exit(128 + e.signum) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: what is on disk is whole (atomic writes)
+        ignore_stop_signals()
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+class TrainingDisplay:
+    """Rich progress on stderr: step, loss, learning rate, tokens/s, elapsed and ETA."""
+
+    def __init__(self):
+        self.bar = Progress(
+            TextColumn("step {task.fields[step]:>6}"), BarColumn(),
+            TextColumn("loss {task.fields[loss]:.3f}  lr {task.fields[lr]:.2e}  "
+                       "{task.fields[speed]:,.0f} tok/s"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=err, transient=False)
+        self.task = None  # the bar appears with the first step, after the data checks
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.stop()
+
+    def show(self, event: dict[str, Any]) -> None:
+        kind, say = event["kind"], self.bar.console.print
+        if kind == "step":
+            if self.task is None:
+                self.task = self.bar.add_task("train", total=1.0, step=0, loss=0.0, lr=0.0,
+                                              speed=0.0)
+                self.bar.start()
+            self.bar.update(self.task, completed=event["fraction"], step=event["step"],
+                            loss=event["loss"], lr=event["lr"], speed=event["tokens_per_s"])
+        elif kind == "validate":
+            mark = " (best)" if event["best"] else ""
+            say(f"step {event['step']}: val loss {event['val_loss']:.3f}  "
+                f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+        elif kind == "warning":
+            say(f"warning: {event['message']}", highlight=False)
+        elif kind == "info":
+            say(event["message"], highlight=False)
+        elif kind == "done":
+            say(f"done after {event['step']} steps; best val BLEU {event['best_bleu']:.2f}; "
+                f"run: {event['run_dir']}")
+
+
