@@ -179,10 +179,19 @@ class AdditiveScore(nn.Module):
         return _AdditiveEnergy.apply(query, projected_keys.to(query.dtype), v)
 
 
+class NoScore(DotScore):
+    """No attention (the seq2seq bottleneck): one memory position, the encoder's summary
+    vector, so the softmax gives it weight 1 and the context vector is that summary at every
+    step, whatever the query."""
+
+    def forward(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
+        return query.new_zeros(query.size(0), query.size(1), projected_keys.size(1))
+
+
 def make_score(kind: str, size: int) -> nn.Module:
-    """The GRU decoder's score function: additive | dot | general."""
+    """The GRU decoder's score function: additive | dot | general | none."""
     return {"additive": lambda: AdditiveScore(size), "dot": DotScore,
-            "general": lambda: GeneralScore(size)}[kind]()
+            "general": lambda: GeneralScore(size), "none": NoScore}[kind]()
 
 
 def attend_with_scores(scores: torch.Tensor, values: torch.Tensor,

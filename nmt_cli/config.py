@@ -22,7 +22,8 @@ from .errors import UserError
 
 # Every list of choices, defined once: the checks below and the command line's options use them.
 ARCHS = ("transformer", "gru")
-ATTENTION_SCORES = ("additive", "dot", "general")  # Bahdanau; Luong's dot and general
+# Bahdanau; Luong's dot and general; none: the decoder sees only the encoder's summary vector
+ATTENTION_SCORES = ("additive", "dot", "general", "none")
 TOKENIZER_TYPES = ("unigram", "bpe")
 SCHEDULES = ("inverse_sqrt", "constant", "plateau")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -57,7 +58,10 @@ class ModelConfig:
     dropout: float = 0.1
     norm_first: bool = True  # pre-norm; False gives the post-norm of the original paper
     tie_embeddings: bool = True  # output projection shares the target embedding matrix
-    attention: str = "additive"  # GRU only: additive (Bahdanau) | dot | general (Luong)
+    attention: str = "additive"  # GRU only: additive (Bahdanau) | dot | general (Luong) | none
+    src_embeddings: str = ""  # word2vec/GloVe text file to start the source embeddings from
+    tgt_embeddings: str = ""  # ... and the target embeddings (the same file when joint)
+    freeze_embeddings: bool = False  # keep such embeddings fixed (tied output layer too)
     max_positions: int = 1024  # longest sequence the positional encoding covers
 
 

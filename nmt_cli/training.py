@@ -29,6 +29,7 @@ from .config import Config
 from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
 from .devices import fast_matmuls, mixed_precision, resolve_device
+from .events import Event, info
 from .loss import TeacherForcedLoss
 from .models import build_model, compile_features
 from .optim import Step, Updater
@@ -36,8 +37,7 @@ from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
 from .validation import validate
-
-Event = dict[str, Any]
+from .word_vectors import initialise_embeddings
 
 
 class Trainer:
@@ -60,6 +60,9 @@ class Trainer:
                                  self.tokenizer.tgt_vocab_size, self.tokenizer.joint
                                  ).to(self.device)
         fast_matmuls(self.device)
+        if state is None:  # a resumed run has its embeddings in its state
+            for message in initialise_embeddings(self.model, self.tokenizer, config.model):
+                self.emit(info(message))
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
         if config.train.compile and not compile_features(self.model):
             self.emit(info("train.compile: the GRU runs eagerly (its loop breaks graphs)"))
@@ -126,16 +129,18 @@ class Trainer:
             checkpoint.append_metrics(self.run_dir, record)
 
     def validate_and_save(self) -> None:
-        """Rank 0 validates, the others wait for its scores; the best weights are kept."""
-        metrics = self.world.from_main(
-            validate(self.model, self.corpus, self.config.train, self.device)
+        """Rank 0 validates (writing valid/step-N.txt), the others wait for its scores; the
+        best weights are kept."""
+        outputs = self.run_dir / "valid" / f"step-{self.progress.step:06d}.txt"
+        metrics, samples = self.world.from_main(
+            validate(self.model, self.corpus, self.config.train, self.device, outputs)
             if self.world.is_main else None)
         improved = self.progress.count_validation(metrics["val_bleu"])
         self.updater.validated(metrics["val_bleu"])
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
         self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
-        self.emit(record)
+        self.emit({**record, "samples": samples})
 
     def run(self) -> Path:
         try:
@@ -202,10 +207,6 @@ class Trainer:
                   "elapsed": p.train_time}
         self.write_metrics(record)
         self.emit({**record, "fraction": p.fraction_done(self.config.train, epoch_fraction)})
-
-
-def info(message: str) -> Event:
-    return {"kind": "info", "message": message}
 
 
 def train(config: Config, run_dir: Path | None = None,

@@ -1,9 +1,11 @@
 """Scoring the model during training: teacher-forced loss and perplexity, and the BLEU of its
-greedy translations of the validation set."""
+greedy translations of the validation set, which are written to the run directory
+(valid/step-000500.txt) and three of which are shown."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
@@ -12,17 +14,20 @@ from .corpus import TrainingCorpus
 from .data import make_batch, token_batches
 from .devices import mixed_precision
 from .evaluate import bleu
+from .files import atomic_write_text
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
 
 GREEDY = DecodeConfig(beam=1, batch_size=128)
+SAMPLES = 3  # validation pairs shown with the model's output at every validation
 
 
 @torch.inference_mode()
-def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
-             device: torch.device) -> dict[str, float]:
-    """Loss per target token and perplexity (no label smoothing), and BLEU."""
+def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: torch.device,
+             outputs: Path) -> tuple[dict[str, float], list[dict[str, str]]]:
+    """Loss per target token and perplexity (no label smoothing), and BLEU; the translations
+    go to the file `outputs`. Returns the scores and a few (source, reference, output)."""
     model.eval()
     total_loss, total_tokens = 0.0, 0
     for indices in token_batches(*corpus.val.lengths(), t.batch_tokens):
@@ -32,9 +37,14 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
                                               positions=batch.tgt_positions).item()
         total_tokens += batch.num_tgt_tokens
     loss = total_loss / max(total_tokens, 1)
-    hypotheses = translate_greedy(model, corpus, corpus.val_text.src, t.precision, device)
+    text = corpus.val_text
+    hypotheses = translate_greedy(model, corpus, text.src, t.precision, device)
+    outputs.parent.mkdir(exist_ok=True)
+    atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
+    samples = [{"source": s, "reference": r, "output": o}
+               for s, r, o in list(zip(text.src, text.tgt, hypotheses))[:SAMPLES]]
     return {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)),
-            "val_bleu": bleu(hypotheses, corpus.val_text.tgt)}
+            "val_bleu": bleu(hypotheses, text.tgt)}, samples
 
 
 def translate_greedy(model: Seq2Seq, corpus: TrainingCorpus, lines: list[str], precision: str,

@@ -31,9 +31,10 @@ def run_under_umask(small_corpus, tmp_path_factory) -> Path:
 
 
 def test_every_file_of_a_run_honours_the_umask(run_under_umask):
-    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in run_under_umask.iterdir()}
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in run_under_umask.rglob("*")
+             if p.is_file()}
     assert {"model.safetensors", "last.safetensors", "train_state.pt", "config.json",
-            "spm.model", "metrics.jsonl"} <= modes.keys()
+            "spm.model", "metrics.jsonl", "step-000002.txt"} <= modes.keys()
     assert set(modes.values()) == {0o640}, modes
 
 

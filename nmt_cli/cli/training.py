@@ -127,6 +127,9 @@ class TrainingDisplay:
             mark = " (best)" if event["best"] else ""
             say(f"step {event['step']}: val loss {event['val_loss']:.3f}  "
                 f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+            for sample in event.get("samples", []):
+                say(f"  source     {sample['source']}\n  reference  {sample['reference']}\n"
+                    f"  output     {sample['output']}", highlight=False, markup=False)
         elif kind == "warning":
             say(f"warning: {event['message']}", highlight=False)
         elif kind == "info":

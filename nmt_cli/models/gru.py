@@ -11,6 +11,11 @@ state, tanh(W_c [s_t; context]), and a linear layer gives logits over the target
 
 Luong attention does not feed back into the GRU, so under full teacher forcing the GRU runs
 over the whole target sequence at once; Bahdanau attention needs the step-by-step loop.
+
+With attention "none" (the encoder-decoder of Cho et al., 2014, and Sutskever et al., 2014)
+the memory is one vector, the mean of the encoder's states: the decoder reads that fixed
+summary at every step, as its GRU input and in its output layer. This is the bottleneck that
+attention removes; the same code and search run it.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ class GRUSeq2Seq(Seq2Seq):
         d = config.d_model
         self.attention = config.attention
         self.max_positions = config.max_positions  # inputs are cut to this many tokens
-        self.feeds_context = config.attention == "additive"  # Bahdanau: context into the GRU
+        # Bahdanau (and the summary of "none"): the context vector is an input of the GRU
+        self.feeds_context = config.attention in ("additive", "none")
         self.tgt_embedding = nn.Embedding(tgt_vocab, d, padding_idx=PAD_ID)
         share = config.tie_embeddings and joint_vocab
         self.src_embedding = (self.tgt_embedding if share
@@ -79,6 +85,8 @@ class GRUSeq2Seq(Seq2Seq):
         lengths = src_mask.sum(-1)  # (batch, 1)
         mean = (memory * src_mask.transpose(1, 2)).sum(1) / lengths  # (batch, d)
         hidden = torch.tanh(self.bridge(mean))
+        if self.attention == "none":  # one memory vector: the summary of the whole source
+            memory, src_mask = mean.unsqueeze(1), src_mask[:, :, :1]  # (batch, 1, d), (b, 1, 1)
         return GRUState(hidden, memory, self.score.project_keys(memory), src_mask)
 
     def mix_context(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,1 @@
+"""Commands added here register themselves on the one `app` (see __init__.py)."""

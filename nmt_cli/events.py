@@ -1,0 +1,20 @@
+"""What training reports through its `on_event` callback: plain dicts with a "kind".
+
+    step      step, epoch, loss, lr, tokens, tokens_per_s, elapsed, fraction (of the limit)
+    validate  step, val_loss, val_ppl, val_bleu, best, samples (source, reference, output)
+    skipped   step, skipped_steps, reason (a NaN/inf step, or an fp16 overflow)
+    info, warning   message
+    done      step, best_bleu, run_dir
+
+The same records (less `fraction` and `samples`) are appended to the run's metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Event = dict[str, Any]
+
+
+def info(message: str) -> Event:
+    return {"kind": "info", "message": message}

@@ -1,0 +1,133 @@
+"""Word vectors: pretrained embeddings to start from, and the nearest neighbours of a word.
+
+Word2vec and GloVe place words used in similar contexts close together. `model.src_embeddings`
+and `model.tgt_embeddings` name such a file in text format (one `word v1 .. vd` per line; a
+word2vec header line `count dim` is allowed): every SentencePiece piece whose surface form
+(the piece without its leading "▁") has a vector starts from it, the others from the usual
+random values. `nmt embeddings --neighbors WORD` lists the pieces (or words) nearest to a word
+by cosine similarity, in a trained run or in a vector file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import ModelConfig
+from .errors import UserError
+from .models import Seq2Seq
+from .special_tokens import EOS_ID
+from .tokenizer import Tokenizer
+
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
+
+
+def surface(piece: str) -> str:
+    return piece.removeprefix(WORD_START)
+
+
+def read_vectors(path: Path, dim: int | None = None,
+                 wanted: set[str] | None = None) -> dict[str, np.ndarray]:
+    """The vectors of a text-format file, of the `wanted` words only (all if None). Every
+    vector must have `dim` values (or as many as the first one)."""
+    vectors: dict[str, np.ndarray] = {}
+    try:
+        with open(path, encoding="utf-8", errors="strict") as f:
+            for number, line in enumerate(f, start=1):
+                fields = line.rstrip("\n").rstrip().split(" ")
+                if number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
+                    continue  # word2vec's header: vector count and size
+                dim = check_line(path, number, fields, dim)
+                if wanted is None or fields[0] in wanted:
+                    vectors[fields[0]] = np.asarray(fields[1:], dtype=np.float32)
+    except FileNotFoundError:
+        raise UserError(f"{path}: vector file not found") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e.reason})") from None
+    return vectors
+
+
+def check_line(path: Path, number: int, fields: list[str], dim: int | None) -> int:
+    """A line's vector size, which must be `dim` when given; numbers only."""
+    size = len(fields) - 1
+    if size < 1 or not fields[0]:
+        raise UserError(f"{path}:{number}: expected a word and its vector")
+    if dim is not None and size != dim:
+        raise UserError(f"{path}:{number}: a vector of {size} values where {dim} are needed "
+                        "(model.d_model)")
+    try:
+        [float(x) for x in fields[1:]]
+    except ValueError:
+        raise UserError(f"{path}:{number}: the vector holds something other than numbers"
+                        ) from None
+    return size
+
+
+def initialise_embeddings(model: Seq2Seq, tokenizer: Tokenizer,
+                          config: ModelConfig) -> list[str]:
+    """Copy pretrained vectors into the embeddings the config names; returns one line per
+    file saying how many pieces it covered."""
+    messages = []
+    for side, path in (("src", config.src_embeddings), ("tgt", config.tgt_embeddings)):
+        if not path:
+            continue
+        embedding = model.src_embedding if side == "src" else model.tgt_embedding
+        processor = tokenizer.src if side == "src" else tokenizer.tgt
+        pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+        vectors = read_vectors(Path(path), embedding.embedding_dim, {surface(p) for p in pieces})
+        found = 0
+        with torch.no_grad():
+            for i, piece in enumerate(pieces[EOS_ID + 1 :], start=EOS_ID + 1):
+                vector = vectors.get(surface(piece))
+                if vector is not None:
+                    embedding.weight[i] = torch.from_numpy(vector)
+                    found += 1
+        if config.freeze_embeddings:
+            embedding.weight.requires_grad_(False)
+        messages.append(f"model.{side}_embeddings: {found:,} of {len(pieces):,} pieces "
+                        f"({100 * found / len(pieces):.1f}%) start from {path}")
+    return messages
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    label: str  # a piece or a word
+    similarity: float  # cosine
+
+
+def nearest(matrix: torch.Tensor, labels: list[str], query: int, k: int) -> list[Neighbour]:
+    """The k rows most similar to row `query` by cosine similarity (itself left out)."""
+    unit = torch.nn.functional.normalize(matrix.float(), dim=1)
+    similarity = unit @ unit[query]  # (rows,)
+    similarity[query] = -2.0
+    top = similarity.topk(min(k, len(labels) - 1))
+    return [Neighbour(labels[i], float(s)) for s, i in zip(top.values, top.indices)]
+
+
+def run_neighbours(model: Seq2Seq, tokenizer: Tokenizer, word: str, k: int,
+                   side: str = "src") -> tuple[str, list[Neighbour]]:
+    """The pieces nearest to `word` in a trained model's embeddings: the word's own piece if
+    the vocabulary has one, else its first piece."""
+    processor = tokenizer.src if side == "src" else tokenizer.tgt
+    embedding = model.src_embedding if side == "src" else model.tgt_embedding
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    query = processor.piece_to_id(WORD_START + word)
+    if query == processor.unk_id():
+        encoded = processor.encode(word)
+        if not encoded:
+            raise UserError(f"--neighbors {word!r}: nothing to look up")
+        query = encoded[0]
+    return pieces[query], nearest(embedding.weight.detach(), pieces, query, k)
+
+
+def file_neighbours(path: Path, word: str, k: int) -> list[Neighbour]:
+    """The words nearest to `word` in a vector file."""
+    vectors = read_vectors(path)
+    if word not in vectors:
+        raise UserError(f"{path}: no vector for {word!r}")
+    labels = list(vectors)
+    matrix = torch.from_numpy(np.stack([vectors[w] for w in labels]))
+    return nearest(matrix, labels, labels.index(word), k)
