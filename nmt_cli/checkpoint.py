@@ -203,12 +203,19 @@ def truncate_metrics(run_dir: Path, step: int) -> None:
     path = run_dir / METRICS_FILE
     if not path.is_file():
         return
-    kept = []
+    kept = [line + "\n" for line, record in metrics_records(path) if record.get("step", 0) <= step]
+    atomic_write_text(path, "".join(kept))
+
+
+def metrics_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each whole record of a metrics.jsonl file, with its line; a line cut short by a crash
+    is passed over."""
+    records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if record.get("step", 0) <= step:
-            kept.append(line + "\n")
-    atomic_write_text(path, "".join(kept))
+        if isinstance(record, dict):
+            records.append((line, record))
+    return records

@@ -6,7 +6,8 @@ the 13a tokenizer, chrF with character 6-grams, TER), so they can be compared ac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -15,6 +16,7 @@ from .checkpoint import read_config
 from .config import DecodeConfig
 from .data import corpus_dir, find_split_file, read_lines, read_parallel
 from .errors import UserError
+from .files import atomic_write_text
 from .translate import Translator
 
 SCORERS = {
@@ -58,6 +60,11 @@ class Evaluation:
     references: str
     sentences: int
     scores: list[Score]
+    # The lines scored: translations, references, and the sources (None for a file of
+    # translations scored without a model).
+    translations: list[str] = field(default_factory=list, repr=False, compare=False)
+    reference_lines: list[str] = field(default_factory=list, repr=False, compare=False)
+    source_lines: list[str] | None = field(default=None, repr=False, compare=False)
 
 
 def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None,
@@ -74,7 +81,8 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     translator = Translator.from_run(run_dir, decode.device, quantize=quantize)
     hypotheses = translator.translate(text.src, decode)
     return Evaluation(f"{run_dir} on {src}", str(ref), len(text.tgt),
-                      evaluate(hypotheses, text.tgt, metrics, lowercase))
+                      evaluate(hypotheses, text.tgt, metrics, lowercase),
+                      hypotheses, text.tgt, text.src)
 
 
 def evaluate_file(hyp: Path, ref: Path, metrics: tuple[str, ...] = ("bleu",),
@@ -82,7 +90,8 @@ def evaluate_file(hyp: Path, ref: Path, metrics: tuple[str, ...] = ("bleu",),
     """Score a file of translations against a file of references, line by line."""
     hypotheses, references = read_lines(hyp), read_lines(ref)
     return Evaluation(str(hyp), str(ref), len(references),
-                      evaluate(hypotheses, references, metrics, lowercase))
+                      evaluate(hypotheses, references, metrics, lowercase),
+                      hypotheses, references)
 
 
 def test_files_of_run(run_dir: Path) -> tuple[Path, Path]:
@@ -91,3 +100,49 @@ def test_files_of_run(run_dir: Path) -> tuple[Path, Path]:
     folder = corpus_dir(data.data_dir)
     return (find_split_file(folder, "test", data.src_lang),
             find_split_file(folder, "test", data.tgt_lang))
+
+
+def save_translations(evaluation: Evaluation, path: Path) -> None:
+    """Write the translations that were scored, one per line, in order."""
+    atomic_write_text(Path(path), "".join(f"{line}\n" for line in evaluation.translations))
+
+
+LENGTH_EDGES = (10, 20, 30)  # buckets 1-10, 11-20, 21-30 and 31+ words
+
+
+@dataclass(frozen=True)
+class LengthBucket:
+    bucket: str  # e.g. "11-20" (words), or "31+"
+    sentences: int
+    bleu: float
+
+
+def length_basis(evaluation: Evaluation) -> str:
+    """Whose length sorts sentences into buckets: the source's, or the reference's when
+    the evaluation scored a file of translations without its source."""
+    return "source" if evaluation.source_lines is not None else "reference"
+
+
+def bucket_labels(edges: tuple[int, ...]) -> list[str]:
+    """(10, 20, 30) -> ["1-10", "11-20", "21-30", "31+"]."""
+    lows = [1, *(edge + 1 for edge in edges)]
+    return [f"{low}-{high}" for low, high in zip(lows, edges)] + [f"{lows[-1]}+"]
+
+
+def bleu_by_length(evaluation: Evaluation, edges: tuple[int, ...] = LENGTH_EDGES,
+                   lowercase: bool = False) -> list[LengthBucket]:
+    """BLEU of each length bucket (length in whitespace-separated words of the source, see
+    length_basis; a blank line counts in the first bucket). Empty buckets are left out,
+    so the buckets' sentences add up to all sentences."""
+    lines = (evaluation.source_lines if evaluation.source_lines is not None
+             else evaluation.reference_lines)
+    groups: dict[int, list[int]] = {}
+    for row, line in enumerate(lines):
+        groups.setdefault(bisect_left(edges, len(line.split())), []).append(row)
+    labels, buckets = bucket_labels(edges), []
+    for index, rows in sorted(groups.items()):
+        hypotheses = [evaluation.translations[row] for row in rows]
+        references = [evaluation.reference_lines[row] for row in rows]
+        score = evaluate(hypotheses, references, ("bleu",), lowercase)[0].score
+        buckets.append(LengthBucket(labels[index], len(rows), score))
+    return buckets

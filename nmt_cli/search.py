@@ -16,6 +16,7 @@ import torch
 
 from .config import DecodeConfig
 from .data import source_tensor
+from .errors import UserError
 from .models.base import Seq2Seq
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 
@@ -40,23 +41,55 @@ def forbid_special_tokens(logits: torch.Tensor, allow_eos: bool = True) -> torch
     return logits
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """A finished translation: token ids without <sos>/<eos>, its total log-probability
+    (<eos> included when it was emitted) and the score the beam ranks by,
+    log P / length_penalty."""
+
+    tokens: list[int]
+    log_prob: float
+    score: float
+
+
+def finished(tokens: list[int], log_prob: float, ended_with_eos: bool,
+             alpha: float) -> Hypothesis:
+    """Score a hypothesis over the tokens scored (<eos> included when it ended with one)."""
+    length = len(tokens) + ended_with_eos
+    return Hypothesis(tokens, log_prob, log_prob / length_penalty(length, alpha))
+
+
 @torch.inference_mode()
 def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
                   min_len: int = 0) -> list[list[int]]:
-    """Pick the most probable token at each step. Returns token ids without <sos>/<eos>.
-    Each step reads the chosen tokens to the host once; the rest stays on the device."""
+    """Pick the most probable token at each step. Returns token ids without <sos>/<eos>."""
+    return [hyps[0].tokens for hyps in greedy_search_nbest(model, src, limits, min_len)]
+
+
+@torch.inference_mode()
+def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
+                        min_len: int = 0, alpha: float = 1.0) -> list[list[Hypothesis]]:
+    """Greedy search as a 1-best list per sentence, with its log-probability. Each step
+    reads the chosen tokens and their log-probabilities to the host once."""
     state = model.start(src)
     limits_host = limits.tolist()
     alive = list(range(src.size(0)))  # the original row of each row still decoding
     tokens = torch.full((src.size(0),), SOS_ID, dtype=torch.long, device=src.device)
     outputs: list[list[int]] = [[] for _ in alive]
+    log_probs, ended = [0.0 for _ in alive], [False for _ in alive]
     for step in range(max(limits_host, default=0)):
         logits, state = model.decode_step(tokens, state)
-        tokens = forbid_special_tokens(logits, step >= min_len).argmax(-1)  # (alive,)
+        logits = forbid_special_tokens(logits, step >= min_len)
+        tokens = logits.argmax(-1)  # (alive,)
+        chosen = torch.log_softmax(logits.float(), -1).gather(1, tokens.unsqueeze(1))  # (alive, 1)
+        step_tokens, step_log_probs = torch.cat([tokens.double().unsqueeze(0),
+                                                 chosen.double().T]).tolist()  # one read
         keep = []
-        for i, (row, token) in enumerate(zip(alive, tokens.tolist())):
-            if token != EOS_ID:
-                outputs[row].append(token)
+        for i, (row, token) in enumerate(zip(alive, step_tokens)):
+            log_probs[row] += step_log_probs[i]
+            ended[row] = token == EOS_ID
+            if not ended[row]:
+                outputs[row].append(int(token))
                 if step + 1 < limits_host[row]:
                     keep.append(i)
         if not keep:
@@ -64,15 +97,16 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
         if len(keep) < len(alive):
             rows = torch.tensor(keep, device=src.device)
             state, tokens, alive = state.select(rows), tokens[rows], [alive[i] for i in keep]
-    return outputs
+    return [[finished(out, log_prob, end, alpha)]
+            for out, log_prob, end in zip(outputs, log_probs, ended)]
 
 
 @dataclass
 class Hypotheses:
-    """The finished hypotheses of each sentence: (score, token ids) pairs, best kept later."""
+    """The finished hypotheses of each sentence, ranked once the search is over."""
 
     beam_size: int
-    finished: list[list[tuple[float, list[int]]]] = field(default_factory=list)
+    finished: list[list[Hypothesis]] = field(default_factory=list)
 
     def is_full(self, sentence: int) -> bool:
         return len(self.finished[sentence]) >= self.beam_size
@@ -82,11 +116,11 @@ class Hypotheses:
         """Finish one hypothesis; `tokens` holds its last token unless that was <eos>. Its
         score is log P / length_penalty over the tokens scored (<eos> included)."""
         if not self.is_full(sentence):
-            length = len(tokens) + ended_with_eos
-            self.finished[sentence].append((log_prob / length_penalty(length, alpha), tokens))
+            self.finished[sentence].append(finished(tokens, log_prob, ended_with_eos, alpha))
 
-    def best(self) -> list[list[int]]:
-        return [max(hyps, key=lambda h: h[0])[1] for hyps in self.finished]
+    def ranked(self) -> list[list[Hypothesis]]:
+        """Each sentence's hypotheses, best score first (ties keep the order they finished)."""
+        return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in self.finished]
 
 
 @dataclass
@@ -132,10 +166,19 @@ def ints(values: list[float]) -> list[int]:
     return [int(v) for v in values]
 
 
-@torch.inference_mode()
 def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_size: int,
                 alpha: float, min_len: int = 0) -> list[list[int]]:
-    """Keep the `beam_size` best partial translations of each sentence.
+    """The best translation of each sentence found by beam search (beam_search_nbest)."""
+    return [hyps[0].tokens
+            for hyps in beam_search_nbest(model, src, limits, beam_size, alpha, min_len)]
+
+
+@torch.inference_mode()
+def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
+                      beam_size: int, alpha: float,
+                      min_len: int = 0) -> list[list[Hypothesis]]:
+    """Keep the `beam_size` best partial translations of each sentence; return each
+    sentence's `beam_size` finished hypotheses, best first.
 
     A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
     log P / length_penalty; a sentence is done once it has `beam_size` finished hypotheses.
@@ -172,7 +215,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
         scores, limits = scores[index], limits[index]
         last = tokens.gather(1, continuing)[index].view(-1)
         alive = [alive[row] for row in keep]
-    return hypotheses.best()
+    return hypotheses.ranked()
 
 
 def finish_and_extend(sentence: int, result: StepResult, at_limit: bool,
@@ -194,24 +237,49 @@ def finish_and_extend(sentence: int, result: StepResult, at_limit: bool,
 
 def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list[int]]:
     """Translate a padded source batch (batch, src_len) into lists of target ids."""
+    return [hyps[0].tokens for hyps in search_nbest(model, src, config)]
+
+
+def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
+                 nbest: int = 1) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses of each sentence of a padded source batch, best first;
+    at most config.beam (greedy search, beam 1, gives a 1-best list)."""
+    check_nbest(nbest, config.beam)
     limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
     limits = limits.clamp(min=config.min_len).clamp(max=model.max_positions)
     if config.beam <= 1:
-        return greedy_search(model, src, limits, config.min_len)
-    return beam_search(model, src, limits, config.beam, config.alpha, config.min_len)
+        return greedy_search_nbest(model, src, limits, config.min_len, config.alpha)
+    found = beam_search_nbest(model, src, limits, config.beam, config.alpha, config.min_len)
+    return [hyps[:nbest] for hyps in found]
+
+
+def check_nbest(nbest: int, beam: int) -> None:
+    """An n-best list holds at least one hypothesis and at most the beam's."""
+    if nbest < 1:
+        raise UserError(f"--nbest must be at least 1 (got {nbest})")
+    if nbest > beam:
+        raise UserError(f"--nbest {nbest} exceeds --beam {beam}: the beam finishes only "
+                        f"{beam} hypotheses per sentence")
 
 
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
                   device: torch.device) -> list[list[int]]:
-    """Translate many sentences: sorted by length into batches of similar length, then
-    returned in the input order. Empty sources give empty outputs; sources longer than the
-    model's positions are truncated."""
+    """Translate many sentences (translate_nbest); an empty source gives an empty output."""
+    return [hyps[0].tokens if hyps else []
+            for hyps in translate_nbest(model, src_ids, config, device)]
+
+
+def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
+                    device: torch.device, nbest: int = 1) -> list[list[Hypothesis]]:
+    """The n-best lists of many sentences: sorted by length into batches of similar length,
+    then returned in the input order. Empty sources give empty lists; sources longer than
+    the model's positions are truncated."""
     src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>
-    outputs: list[list[int]] = [[] for _ in src_ids]
+    outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if s), key=lambda i: len(src_ids[i]))
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = source_tensor([src_ids[i] for i in chunk]).to(device)
-        for i, ids in zip(chunk, search(model, src, config)):
-            outputs[i] = ids
+        for i, hyps in zip(chunk, search_nbest(model, src, config, nbest)):
+            outputs[i] = hyps
     return outputs

@@ -1,4 +1,5 @@
-"""Translation with a trained run: `Translator.from_run(path).translate(lines)`."""
+"""Translation with a trained run: `Translator.from_run(path).translate(lines)`, and n-best
+lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -13,9 +15,33 @@ from torch import nn
 
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import QUANTIZATIONS, DecodeConfig, check_choice
+from .data import pad, source_tensor
 from .devices import mixed_precision, resolve_device
 from .errors import UserError
-from .search import translate_ids
+from .models import Seq2Seq, attention_by_layer
+from .search import Hypothesis, check_nbest, translate_nbest
+from .special_tokens import EOS_ID, SOS_ID
+
+
+@dataclass(frozen=True)
+class Attention:
+    """A hypothesis's cross-attention: one row per target position (its tokens, then <eos>),
+    one column per source token (then <eos>); each row sums to 1."""
+
+    source: list[str]  # source pieces, <eos> last
+    target: list[str]  # target pieces, <eos> last
+    weights: list[list[float]]  # (target, source)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One hypothesis for one input line."""
+
+    text: str  # detokenized
+    tokens: list[str]  # target pieces, without <sos>/<eos>
+    log_prob: float  # total log-probability
+    score: float  # what the beam ranks by: log_prob / length_penalty
+    attention: Attention | None = None
 
 
 class Translator:
@@ -45,30 +71,86 @@ class Translator:
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
+        return [hyps[0].text for hyps in self.translate_nbest(lines, config)]
+
+    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
+                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
+        """The `nbest` best translations of each input line (at most config.beam), best
+        first; the first is what `translate` gives. A blank line gives one empty
+        translation. With `attention`, each carries its cross-attention weights."""
         config = config or DecodeConfig()
+        check_nbest(nbest, config.beam)
         self.move_to(config.device)
-        tokenizer = self.run.tokenizer
+        src_ids = self.encode(lines)
+        model = self.run.model
+        with mixed_precision(self.device, config.precision):
+            found = translate_nbest(model, src_ids, config, self.device, nbest)
+            weights = [attention_weights(model, src, [h.tokens for h in hyps], self.device)
+                       if attention and hyps else None for src, hyps in zip(src_ids, found)]
+        return [self.translations(src, hyps, w) for src, hyps, w in zip(src_ids, found, weights)]
+
+    def encode(self, lines: list[str]) -> list[list[int]]:
+        """Source ids per line (blank lines give none), cut to what the model can position."""
         src_ids = [ids if line.strip() else []
-                   for line, ids in zip(lines, tokenizer.encode_src(lines))]
+                   for line, ids in zip(lines, self.run.tokenizer.encode_src(lines))]
         longest = self.run.model.max_positions - 1  # room for <eos>
         for ids in src_ids:
             if len(ids) > longest:
                 self.warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
-        with mixed_precision(self.device, config.precision):
-            out_ids = translate_ids(self.run.model, src_ids, config, self.device)
-        return [text if src else "" for src, text in zip(src_ids, tokenizer.decode_tgt(out_ids))]
+        return [ids[:longest] for ids in src_ids]
+
+    def translations(self, src_ids: list[int], hypotheses: list[Hypothesis],
+                     weights: list[torch.Tensor] | None) -> list[Translation]:
+        """Detokenize one line's hypotheses; label their attention weights with pieces."""
+        if not hypotheses:
+            return [Translation("", [], 0.0, 0.0)]
+        tokenizer = self.run.tokenizer
+        texts = tokenizer.decode_tgt([h.tokens for h in hypotheses])
+        source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
+        out = []
+        for i, (h, text) in enumerate(zip(hypotheses, texts)):
+            pieces = tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID])
+            attention = None if weights is None else Attention(
+                source, pieces[: len(weights[i])], weights[i].tolist())
+            out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention))
+        return out
 
     def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                          chunk_size: int = 1000) -> Iterator[str]:
         """Translate a stream chunk by chunk, so memory does not grow with its length."""
-        chunk: list[str] = []
-        for line in lines:
-            chunk.append(line.rstrip("\r\n"))
-            if len(chunk) == chunk_size:
-                yield from self.translate(chunk, config)
-                chunk = []
-        if chunk:
+        for chunk in chunks(lines, chunk_size):
             yield from self.translate(chunk, config)
+
+    def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
+                               nbest: int = 1, attention: bool = False,
+                               chunk_size: int = 1000) -> Iterator[tuple[str, list[Translation]]]:
+        """(input line, its n-best list) for each line of a stream, chunk by chunk."""
+        for chunk in chunks(lines, chunk_size):
+            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention))
+
+
+def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Lines without their line ends, in lists of `size` (the last may be shorter)."""
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line.rstrip("\r\n"))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+@torch.inference_mode()
+def attention_weights(model: Seq2Seq, src_ids: list[int], hypotheses: list[list[int]],
+                      device: torch.device) -> list[torch.Tensor]:
+    """Each hypothesis's cross-attention over its source under teacher forcing, read from
+    <sos> + its tokens: (tokens + 1, source tokens + 1) per hypothesis, float32 on the CPU.
+    The Transformer's is the last decoder layer's, averaged over heads."""
+    src = source_tensor([src_ids] * len(hypotheses)).to(device)  # (k, src_len)
+    tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in hypotheses]).to(device)
+    weights = attention_by_layer(model, src, tgt_in)[-1].mean(1).float().cpu()  # (k, tgt, src)
+    return [w[: min(len(h) + 1, model.max_positions)] for w, h in zip(weights, hypotheses)]
 
 
 def quantize_int8(model: nn.Module, device: torch.device) -> nn.Module:

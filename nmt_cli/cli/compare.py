@@ -1,1 +1,77 @@
-"""Commands added here register themselves on the one `app` (see __init__.py)."""
+"""`nmt compare`: BLEU and chrF of several systems on one test set, with 95% confidence
+intervals and the significance of each system's difference from the first."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..compare import DEFAULT_SEED, METHODS, Comparison, compare, load_systems
+from ..config import DecodeConfig
+from ..errors import UserError
+from .common import app, choices, user_errors, with_decode_options
+
+Method = choices("Method", METHODS)
+BOTH = Method("both")
+
+
+@app.command("compare")
+@user_errors
+@with_decode_options
+def compare_command(
+    decode: DecodeConfig,
+    quantize: str,
+    systems: Annotated[list[Path] | None, typer.Argument(
+        help="Files of translations or run directories; the first is the baseline.",
+        show_default=False)] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference translations.")] = None,
+    src: Annotated[Path | None, typer.Option(
+        help="Source file, translated by the run directories among the systems.")] = None,
+    method: Annotated[Method, typer.Option(
+        help="Paired bootstrap resampling, approximate randomization, or both.")] = BOTH,
+    samples: Annotated[int, typer.Option(
+        help="Bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and "
+             "10000).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = DEFAULT_SEED,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+):
+    """Compare systems on one test set: BLEU and chrF with 95% confidence intervals, and
+    the p-value of each system against the first (sacreBLEU's paired tests)."""
+    if ref is None:
+        raise UserError("--ref is required: the reference translations")
+    if len(systems or []) < 2:
+        raise UserError("compare needs at least two systems (files or run directories)")
+    references, named = load_systems(systems, ref, src, decode, quantize)
+    show_comparison(compare(named, references, str(ref), method.value, samples, seed),
+                    as_json)
+
+
+def show_comparison(result: Comparison, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(asdict(result)))
+        return
+    tests = [t for t in ("bootstrap", "ar") if t in result.signatures]
+    table = Table(title=f"{len(result.systems)} systems vs {result.reference} "
+                        f"({result.sentences} sentences)",
+                  caption="p: each system against the first")
+    for name, justify in (("system", "left"), ("metric", "left"), ("score", "right"),
+                          ("mean ± 95% CI", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for test in tests:
+        table.add_column(f"p ({test})", justify="right")
+    for system in result.systems:
+        for m in system.metrics:
+            p_values = {"bootstrap": m.p_bootstrap, "ar": m.p_ar}
+            table.add_row(system.name, m.metric, f"{m.score:.2f}", f"{m.mean:.2f} ± {m.ci95:.2f}",
+                          *("" if p_values[t] is None else f"{p_values[t]:.4f}" for t in tests))
+    console = Console()
+    console.print(table)
+    for test in tests:
+        for metric, signature in result.signatures[test].items():
+            console.print(f"{metric} {test}: {signature}", highlight=False, soft_wrap=True)

@@ -15,9 +15,21 @@ from ..checkpoint import latest_run
 from ..config import DecodeConfig
 from ..data import read_lines
 from ..errors import UserError
-from ..evaluate import Evaluation, evaluate_file, evaluate_run
-from ..translate import Translator
-from .common import RunOption, app, user_errors, with_decode_options
+from ..evaluate import (
+    Evaluation,
+    LengthBucket,
+    bleu_by_length,
+    evaluate_file,
+    evaluate_run,
+    length_basis,
+    save_translations,
+)
+from ..search import check_nbest
+from ..translate import Translation, Translator
+from .common import RunOption, app, choices, err, user_errors, with_decode_options
+
+OutputFormat = choices("OutputFormat", ("text", "tsv", "jsonl"))
+TEXT = OutputFormat("text")
 
 
 @app.command()
@@ -33,8 +45,19 @@ def translate(
     output_file: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write translations here instead of stdout.")] = None,
     run: RunOption = None,
+    nbest: Annotated[int, typer.Option(
+        help="Hypotheses per input line, best first (at most --beam).")] = 1,
+    output_format: Annotated[OutputFormat, typer.Option(
+        "--format", help="text: a line per hypothesis; tsv: line, rank, score, log_prob, "
+                         "text; jsonl: an object per input line.")] = TEXT,
+    attention: Annotated[bool, typer.Option(
+        help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
 ):
-    """Translate text, a file, or stdin (one line out for each line in)."""
+    """Translate text, a file, or stdin (one line out for each line in; with --nbest K,
+    K hypotheses per line)."""
+    check_nbest(nbest, decode.beam)
+    if attention and output_format.value != "jsonl":
+        raise UserError("--attention needs --format jsonl")
     translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
     if text is not None:
         lines = iter(text.splitlines() or [""])
@@ -44,15 +67,40 @@ def translate(
         lines = sys.stdin
     chunk = 1 if lines is sys.stdin and sys.stdin.isatty() else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
+    found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk)
     try:
-        for translation in translator.translate_stream(lines, decode, chunk):
-            out.write(translation + "\n")
+        for number, (line, hypotheses) in enumerate(found, 1):
+            out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
     except UnicodeDecodeError as e:
         raise UserError(f"stdin: invalid UTF-8 at byte {e.start}") from None
     finally:
         if output_file:
             out.close()
+
+
+def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
+    """One input line's hypotheses: text (a line each), tsv (a row each: line number, rank,
+    score, log_prob, text; both counted from 1) or jsonl (one object)."""
+    ranked = list(enumerate(hypotheses, 1))
+    if output_format == "jsonl":
+        return json.dumps({"line": number, "source": source,
+                           "hypotheses": [hypothesis_json(rank, h) for rank, h in ranked]},
+                          ensure_ascii=False) + "\n"
+    if output_format == "tsv":
+        return "".join(f"{number}\t{rank}\t{h.score:.4f}\t{h.log_prob:.4f}\t{h.text}\n"
+                       for rank, h in ranked)
+    return "".join(f"{h.text}\n" for _, h in ranked)
+
+
+def hypothesis_json(rank: int, hypothesis: Translation) -> dict:
+    out = {"rank": rank, "text": hypothesis.text, "tokens": hypothesis.tokens,
+           "score": hypothesis.score, "log_prob": hypothesis.log_prob}
+    if hypothesis.attention is not None:
+        attention = hypothesis.attention
+        out["attention"] = {"source": attention.source, "target": attention.target,
+                            "weights": [[round(w, 5) for w in row] for row in attention.weights]}
+    return out
 
 
 @app.command("eval")
@@ -71,6 +119,12 @@ def eval_command(
     ter: Annotated[bool, typer.Option(help="Report TER.")] = False,
     lowercase: Annotated[bool, typer.Option(help="Case-insensitive scores.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    save_hyp: Annotated[Path | None, typer.Option(
+        "--save-hyp", help="Write the translations scored to this file.")] = None,
+    by_length: Annotated[bool, typer.Option(
+        "--by-length", help="BLEU per source length: 1-10, 11-20, 21-30, 31+ words.")] = False,
+    picture: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="With --by-length: draw it into this PNG file.")] = None,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -78,6 +132,8 @@ def eval_command(
     metrics = tuple(m for m, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on)
     if not metrics:
         raise UserError("nothing to report: pass --bleu, --chrf or --ter")
+    if picture and not by_length:
+        raise UserError("-o/--output draws BLEU by length: add --by-length")
     if (src or hyp) and not ref:
         raise UserError("--src and --hyp need --ref")
     if ref and not (src or hyp):
@@ -88,14 +144,24 @@ def eval_command(
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
         result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize)
-    show_scores(result, as_json)
+    if save_hyp:
+        save_translations(result, save_hyp)
+    buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None
+    show_scores(result, as_json, buckets)
+    if picture and buckets is not None:
+        draw_bleu_by_length(buckets, picture, f"BLEU by {length_basis(result)} length: "
+                                              f"{result.hypotheses}")
 
 
-def show_scores(result: Evaluation, as_json: bool) -> None:
+def show_scores(result: Evaluation, as_json: bool,
+                buckets: list[LengthBucket] | None = None) -> None:
     if as_json:
-        print(json.dumps({"source": result.hypotheses, "reference": result.references,
-                          "sentences": result.sentences,
-                          "scores": [vars(s) for s in result.scores]}))
+        out = {"source": result.hypotheses, "reference": result.references,
+               "sentences": result.sentences, "scores": [vars(s) for s in result.scores]}
+        if buckets is not None:
+            out["by_length"] = {"length_of": length_basis(result),
+                                "buckets": [vars(b) for b in buckets]}
+        print(json.dumps(out))
         return
     table = Table(title=f"{result.hypotheses} vs {result.references} "
                         f"({result.sentences} sentences)")
@@ -105,6 +171,29 @@ def show_scores(result: Evaluation, as_json: bool) -> None:
     for s in result.scores:
         table.add_row(s.metric, f"{s.score:.2f}", s.signature)
     Console().print(table)
+    if buckets is not None:
+        show_buckets(buckets, length_basis(result))
+
+
+def show_buckets(buckets: list[LengthBucket], basis: str) -> None:
+    table = Table(title=f"BLEU by {basis} length (words)")
+    table.add_column("length")
+    table.add_column("sentences", justify="right")
+    table.add_column("BLEU", justify="right")
+    for b in buckets:
+        table.add_row(b.bucket, str(b.sentences), f"{b.bleu:.2f}")
+    Console().print(table)
+
+
+def draw_bleu_by_length(buckets: list[LengthBucket], path: Path, title: str) -> None:
+    """Draw through nmt_cli.pictures, imported here so that translating never loads
+    matplotlib."""
+    try:
+        from ..pictures import draw_bleu_by_length as draw
+    except ImportError as e:
+        raise UserError(f"cannot draw {path}: {e}") from None
+    draw([vars(b) for b in buckets], path, title)
+    err.print(f"wrote {path}", highlight=False)
 
 
 app.command("evaluate", help="Alias of eval.")(eval_command)

@@ -1,1 +1,75 @@
-"""Commands added here register themselves on the one `app` (see __init__.py)."""
+"""`nmt attention` and `nmt plot`: seeing inside a model and a training run.
+
+Each draws a picture (pictures.py, the one module that imports matplotlib) or, with --json,
+prints the numbers behind it instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..attention_maps import ATTENTION_KINDS, attention_maps
+from ..checkpoint import latest_run
+from ..config import DecodeConfig
+from ..learning_curves import learning_curves
+from ..pictures import check_picture_path, draw_attention, draw_curves
+from ..translate import Translator
+from .common import RunOption, app, choices, user_errors, with_decode_options
+
+AttentionKind = choices("AttentionKind", ATTENTION_KINDS)
+CROSS = AttentionKind("cross")
+
+JsonOption = Annotated[bool, typer.Option(
+    "--json", help="Print the numbers as one JSON object instead of drawing.")]
+
+
+@app.command()
+@user_errors
+@with_decode_options
+def attention(
+    decode: DecodeConfig,
+    quantize: str,
+    text: Annotated[str, typer.Argument(help="The sentence to translate and look into.")],
+    run: RunOption = None,
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Picture to write: .png or .svg.")] = Path("attention.png"),
+    kind: Annotated[AttentionKind, typer.Option(
+        help="cross: output over source; encoder, decoder: self-attention (Transformer).")
+    ] = CROSS,
+    layer: Annotated[str | None, typer.Option(
+        help="Layer N (from 1) or all; default: the last.")] = None,
+    head: Annotated[str, typer.Option(
+        help="Head N (from 1), all (every head and their mean), or mean.")] = "all",
+    as_json: JsonOption = False,
+):
+    """Draw the attention weights of one translation as heatmaps."""
+    if not as_json:
+        check_picture_path(output)
+    translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
+    maps = attention_maps(translator, text, kind.value, layer, head, decode)
+    if as_json:
+        print(json.dumps(maps.to_json()))
+    else:
+        print(draw_attention(maps.to_json(), output))
+
+
+@app.command()
+@user_errors
+def plot(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories to overlay.")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Picture to write: .png or .svg.")] = Path("curves.png"),
+    as_json: JsonOption = False,
+):
+    """Draw learning curves: loss, BLEU, learning rate and tokens/s of one or more runs."""
+    if not as_json:
+        check_picture_path(output)
+    curves = [curve.to_json() for curve in learning_curves(runs)]
+    if as_json:
+        print(json.dumps({"runs": curves}))
+    else:
+        print(draw_curves(curves, output))

@@ -26,3 +26,16 @@ def compile_features(model: Seq2Seq) -> bool:
         return False
     model.features = torch.compile(model.features, dynamic=True)
     return True
+
+
+def attention_by_layer(model: Seq2Seq, src: torch.Tensor, tgt_in: torch.Tensor,
+                       kind: str = "cross") -> list[torch.Tensor]:
+    """Teacher-forced attention weights, per layer (batch, heads, rows, columns): "cross"
+    (decoder positions over the source), "encoder" or "decoder" self-attention. The GRU has
+    one layer of cross-attention with one head."""
+    if isinstance(model, Transformer):
+        if kind == "cross":
+            return model.cross_attention_weights(src, tgt_in)
+        encoder, decoder = model.self_attention_weights(src, tgt_in)
+        return encoder if kind == "encoder" else decoder
+    return [model.attention_weights(src, tgt_in).unsqueeze(1)]  # (batch, 1, tgt_len, src_len)

@@ -85,10 +85,13 @@ class EncoderLayer(nn.Module):
         self.feed_forward = FeedForward(d, config.d_ff, drop)
         self.feed_forward_block = Residual(d, drop, config.norm_first)
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        x, _ = self.attention_block(x, lambda h: self.self_attention(h, h, src_mask))
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns the output and, if asked, the self-attention weights."""
+        x, weights = self.attention_block(
+            x, lambda h: self.self_attention(h, h, src_mask, need_weights=need_weights))
         x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
-        return x
+        return x, weights
 
 
 class DecoderLayer(nn.Module):
@@ -103,15 +106,15 @@ class DecoderLayer(nn.Module):
         self.feed_forward_block = Residual(d, drop, config.norm_first)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                need_weights: bool = False) -> tuple[torch.Tensor, tuple]:
         """Teacher forcing over all target positions at once, under the causal mask.
-        Returns the output and, if asked, the cross-attention weights."""
-        x, _ = self.self_attention_block(
+        Returns the output and, if asked, the (self, cross) attention weights."""
+        x, self_weights = self.self_attention_block(
             x, lambda h: self.self_attention(h, h, causal=True, need_weights=need_weights))
-        x, weights = self.cross_attention_block(
+        x, cross_weights = self.cross_attention_block(
             x, lambda h: self.cross_attention(h, memory, src_mask, need_weights=need_weights))
         x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
-        return x, weights
+        return x, (self_weights, cross_weights)
 
     def step(self, x: torch.Tensor, cache: tuple, src_mask: torch.Tensor):
         """One new position x (batch, 1, d_model). `cache` holds this layer's keys and values:
@@ -174,11 +177,19 @@ class Transformer(Seq2Seq):
         return self.dropout(self.positional_encoding(x, offset))
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
+        return self.encode_with_weights(src)[0]
+
+    def encode_with_weights(self, src: torch.Tensor,
+                            need_weights: bool = False) -> tuple[torch.Tensor, list]:
+        """The memory (batch, src_len, d_model) and, if asked, each layer's self-attention
+        weights (batch, heads, src_len, src_len)."""
         src_mask = padding_mask(src)
         x = self.embed(src, self.src_embedding)
+        weights = []
         for layer in self.encoder_layers:
-            x = layer(x, src_mask)
-        return self.encoder_norm(x)  # memory: (batch, src_len, d_model)
+            x, layer_weights = layer(x, src_mask, need_weights)
+            weights.append(layer_weights)
+        return self.encoder_norm(x), weights
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                need_weights: bool = False) -> tuple[torch.Tensor, list]:
@@ -196,7 +207,16 @@ class Transformer(Seq2Seq):
 
     def cross_attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> list:
         """Per decoder layer, encoder-decoder attention weights (batch, heads, tgt, src)."""
-        return self.decode(tgt_in, self.encode(src), padding_mask(src), need_weights=True)[1]
+        return [cross for _, cross in self.decode(tgt_in, self.encode(src), padding_mask(src),
+                                                  need_weights=True)[1]]
+
+    def self_attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor
+                               ) -> tuple[list, list]:
+        """Per layer, the encoder's self-attention weights (batch, heads, src, src) and the
+        decoder's masked self-attention weights (batch, heads, tgt, tgt)."""
+        memory, encoder = self.encode_with_weights(src, need_weights=True)
+        _, decoder = self.decode(tgt_in, memory, padding_mask(src), need_weights=True)
+        return encoder, [self_weights for self_weights, _ in decoder]
 
     def init_state(self, src: torch.Tensor, memory: torch.Tensor) -> TransformerState:
         batch = src.size(0)

@@ -1,0 +1,157 @@
+"""Comparing systems on one test set: BLEU and chrF with 95% confidence intervals, and the
+p-value of each system against the first, through sacreBLEU's own significance tests
+(`sacrebleu.significance.PairedTest`): paired bootstrap resampling (Koehn, 2004) and
+approximate randomization (Riezler and Maxwell, 2005).
+
+A p-value estimates how often a difference at least as large as the observed one would
+arise if both systems were the same. sacreBLEU counts only strictly larger differences, so
+a system identical to the first would get 1/(samples + 1); here it gets 1.0, the test's
+maximum, since no resampling can tell two identical outputs apart.
+
+sacreBLEU seeds its resampling from the SACREBLEU_SEED environment variable (default 12345)
+when a PairedTest is built; `compare` sets it for the duration of each test, so the same
+seed gives the same intervals and p-values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.significance import PairedTest
+
+from .config import DecodeConfig
+from .data import read_lines
+from .errors import UserError
+from .translate import Translator
+
+METHODS = ("bootstrap", "ar", "both")
+TEST_TYPES = {"bootstrap": "bs", "ar": "ar"}  # sacreBLEU's names
+DEFAULT_SEED = 12345  # sacreBLEU's own default
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    metric: str  # BLEU | chrF2
+    score: float  # on the whole test set
+    mean: float  # of the bootstrap resamples
+    ci95: float  # half-width of the 95% confidence interval around the mean
+    p_bootstrap: float | None  # against the first system; None for it, or when not run
+    p_ar: float | None  # likewise, by approximate randomization
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    name: str
+    metrics: list[MetricResult]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    reference: str
+    sentences: int
+    method: str  # bootstrap | ar | both
+    seed: int
+    signatures: dict[str, dict[str, str]]  # test (bootstrap, ar) -> metric -> signature
+    systems: list[SystemResult]
+
+
+def load_systems(paths: list[Path], ref: Path, src: Path | None = None,
+                 decode: DecodeConfig | None = None,
+                 quantize: str = "none") -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The reference lines and (name, translations) of each system: a file of translations,
+    or a run directory that translates `src` with `decode`. Every system must have as many
+    lines as the reference."""
+    references = read_lines(ref)
+    sources = read_lines(src) if src is not None else None
+    if sources is not None and len(sources) != len(references):
+        raise UserError(f"{src} has {len(sources)} lines but the reference {ref} "
+                        f"has {len(references)}")
+    systems = []
+    for path in paths:
+        if Path(path).is_dir():
+            if sources is None:
+                raise UserError(f"{path} is a directory: a run directory needs --src to "
+                                "translate")
+            translator = Translator.from_run(path, (decode or DecodeConfig()).device,
+                                             quantize=quantize)
+            lines = translator.translate(sources, decode)
+        else:
+            lines = read_lines(path)
+        if len(lines) != len(references):
+            raise UserError(f"{path} has {len(lines)} lines but the reference {ref} "
+                            f"has {len(references)}")
+        systems.append((str(path), lines))
+    return references, systems
+
+
+def compare(systems: list[tuple[str, list[str]]], references: list[str],
+            reference_name: str = "reference", method: str = "both", samples: int = 0,
+            seed: int = DEFAULT_SEED) -> Comparison:
+    """Score each (name, translations) system and test it against the first. `samples`:
+    bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and 10000)."""
+    if method not in METHODS:
+        raise UserError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
+    if len(systems) < 2:
+        raise UserError("compare needs at least two systems")
+    if samples < 0 or seed < 1:  # sacreBLEU leaves the tests unseeded for seed 0
+        raise UserError("--samples must not be negative and --seed must be at least 1")
+    tests = ["bootstrap", "ar"] if method == "both" else [method]
+    signatures, results = {}, {}
+    for test in tests:
+        with_ci = test == tests[0]  # "both": the intervals come from the bootstrap test
+        signatures[test], results[test] = paired_test(systems, references, test, samples,
+                                                      seed, with_ci)
+    return Comparison(reference_name, len(references), method, seed, signatures,
+                      [system_result(i, systems, results) for i in range(len(systems))])
+
+
+def paired_test(systems: list[tuple[str, list[str]]], references: list[str], test: str,
+                samples: int, seed: int, with_ci: bool) -> tuple[dict[str, str], dict]:
+    """Run one sacreBLEU PairedTest over BLEU and chrF: the signatures per metric, and per
+    metric one sacrebleu.significance.Result per system (the first is the baseline)."""
+    metrics = {"bleu": BLEU(), "chrf": CHRF()}
+    with sacrebleu_seed(seed):
+        paired = PairedTest(systems, metrics, [references], test_type=TEST_TYPES[test],
+                            n_samples=samples, n_ar_confidence=samples if with_ci else -1)
+        signatures, scores = paired()
+    scores.pop("System")
+    return {metric: signature.format() for metric, signature in signatures.items()}, scores
+
+
+def system_result(index: int, systems: list[tuple[str, list[str]]],
+                  results: dict[str, dict]) -> SystemResult:
+    """Gather one system's scores, interval and p-values from the tests that ran."""
+    identical = index > 0 and systems[index][1] == systems[0][1]
+    first = next(iter(results.values()))  # the test that estimated the intervals
+
+    def p_value(test: str, metric: str) -> float | None:
+        if index == 0 or test not in results:
+            return None
+        return 1.0 if identical else float(results[test][metric][index].p_value)
+
+    metrics = []
+    for metric, per_system in first.items():
+        result = per_system[index]
+        metrics.append(MetricResult(metric, float(result.score), float(result.mean),
+                                    float(result.ci), p_value("bootstrap", metric),
+                                    p_value("ar", metric)))
+    return SystemResult(systems[index][0], metrics)
+
+
+@contextmanager
+def sacrebleu_seed(seed: int) -> Iterator[None]:
+    """Set SACREBLEU_SEED, which sacreBLEU reads when a PairedTest is built, and restore it."""
+    before = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = before

@@ -1,0 +1,77 @@
+"""Learning curves: the series of a run's metrics.jsonl, as plain numbers.
+
+Training appends one record per step (kind "step": step, loss, lr, tokens_per_s, elapsed in
+seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu). A
+validation happens at the end of a step, so its time is that step's elapsed time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoint import METRICS_FILE, metrics_records
+from .errors import UserError
+
+
+@dataclass
+class LearningCurve:
+    run: str  # the run directory as given
+    steps: list[int]
+    minutes: list[float]  # training time at each step
+    loss: list[float]  # training loss
+    lr: list[float]
+    tokens_per_s: list[float]
+    val_steps: list[int]
+    val_minutes: list[float]
+    val_loss: list[float]
+    val_bleu: list[float]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """The records of a run's metrics.jsonl (a line cut short by a crash is passed over)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not Path(run_dir).is_dir():
+        raise UserError(f"{run_dir}: no such run directory")
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no {METRICS_FILE} (not a run directory, or no step "
+                        "trained yet)")
+    return [record for _, record in metrics_records(path)]
+
+
+def learning_curve(run_dir: Path | str) -> LearningCurve:
+    """The training and validation series of one run."""
+    records = read_metrics(Path(run_dir))
+    steps = [r for r in records if r.get("kind") == "step"]
+    validations = [r for r in records if r.get("kind") == "validate"]
+    if not steps:
+        raise UserError(f"{run_dir}: {METRICS_FILE} holds no training step yet")
+    try:
+        return series(str(run_dir), steps, validations)
+    except (KeyError, TypeError) as e:
+        raise UserError(f"{run_dir}: a record of {METRICS_FILE} lacks {e}") from None
+
+
+def series(run: str, steps: list[dict], validations: list[dict]) -> LearningCurve:
+    step_numbers = [r["step"] for r in steps]
+
+    def minutes_at(step: int) -> float:  # the time of the last step record at or before it
+        index = bisect.bisect_right(step_numbers, step) - 1
+        return steps[index]["elapsed"] / 60 if index >= 0 else 0.0
+
+    return LearningCurve(
+        run, step_numbers, [r["elapsed"] / 60 for r in steps], [r["loss"] for r in steps],
+        [r["lr"] for r in steps], [r["tokens_per_s"] for r in steps],
+        [r["step"] for r in validations], [minutes_at(r["step"]) for r in validations],
+        [r["val_loss"] for r in validations], [r["val_bleu"] for r in validations])
+
+
+def learning_curves(run_dirs: list[Path | str]) -> list[LearningCurve]:
+    if not run_dirs:
+        raise UserError("name at least one run directory")
+    return [learning_curve(run_dir) for run_dir in run_dirs]

@@ -1,0 +1,207 @@
+"""Pictures: attention heatmaps, learning curves and BLEU by sentence length.
+
+The one module that imports matplotlib, and only inside its functions, so that importing
+nmt_cli or its command line never loads it. Figures are drawn on matplotlib's Agg canvas (no
+window, no display) without pyplot's global state. Each function takes plain numbers, the
+JSON form of what it draws, and a path whose suffix (.png or .svg) picks the format:
+
+    draw_attention(maps, path)        AttentionMaps.to_json()  (nmt_cli/attention_maps.py)
+    draw_curves(runs, path)           [LearningCurve.to_json(), ...]  (learning_curves.py)
+    draw_bleu_by_length(buckets, path, title)   [{"bucket", "sentences", "bleu"}, ...]
+    draw_bleu_by_length_of_systems(systems, path, title)   {name: buckets, ...}
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+from .errors import UserError
+from .files import atomic_write
+
+PICTURE_SUFFIXES = (".png", ".svg")
+DPI = 100  # small files: a committed PNG stays well under 200 KB
+MAX_SIZE = 15.0  # inches across and down: larger grids get smaller cells
+COLOR_MAP = "viridis"
+
+
+def check_picture_path(path: Path | str) -> Path:
+    """`path`, if its suffix names a format we write (checked before any work is done)."""
+    path = Path(path)
+    if path.suffix.lower() not in PICTURE_SUFFIXES:
+        raise UserError(f"-o {path}: a picture's name ends in "
+                        f"{' or '.join(PICTURE_SUFFIXES)}")
+    return path
+
+
+def new_figure(width: float, height: float):
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:  # leave a notebook's own backend alone
+        matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def save(figure, path: Path) -> Path:
+    """Write `figure` to `path` (atomically: a reader never sees half a picture)."""
+    kind = path.suffix.lower().lstrip(".")
+    metadata = {"Date": None} if kind == "svg" else None  # the same numbers, the same file
+    atomic_write(path, lambda tmp: figure.savefig(tmp, format=kind, dpi=DPI,
+                                                  metadata=metadata))
+    return path
+
+
+# Attention heatmaps ------------------------------------------------------------------------
+
+AXIS_NAMES = {"cross": ("source", "output"), "encoder": ("source", "source"),
+              "decoder": ("decoder input", "decoder input")}  # kind -> (x axis, y axis)
+
+
+def draw_attention(maps: dict, path: Path | str) -> Path:
+    """Heatmaps of AttentionMaps.to_json(): keys along x, queries along y, one panel per map
+    (a row per layer when there are several), one colour bar for all (weights 0..1)."""
+    path = check_picture_path(path)
+    panels = maps["maps"]
+    rows, cols, cell = attention_grid(maps)
+    figure = new_figure(*attention_figure_size(maps))
+    axes = figure.subplots(rows, cols, squeeze=False)
+    for index, panel in enumerate(panels):
+        labels = (index + cols >= len(panels), index % cols == 0)  # nothing below; first
+        image = draw_heatmap(axes[index // cols][index % cols], panel, maps, cell, labels)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    translation = textwrap.shorten(maps["translation"], 90, placeholder=" …")
+    figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n"
+                    f"“{translation}”", fontsize=10)
+    return save(figure, path)
+
+
+def attention_grid(maps: dict) -> tuple[int, int, float]:
+    """Rows and columns of panels (a row per layer when there are several, else about
+    square), and the inches a piece gets (less in large grids)."""
+    panels = maps["maps"]
+    layers = len({m["layer"] for m in panels})
+    cols = len(panels) // layers if layers > 1 else math.ceil(math.sqrt(len(panels)))
+    rows = math.ceil(len(panels) / cols)
+    across, down = len(maps["columns"]) + 4, len(maps["rows"]) + 4  # pieces, and labels
+    return rows, cols, min(0.2, MAX_SIZE / (cols * across), MAX_SIZE / (rows * down))
+
+
+def attention_figure_size(maps: dict) -> tuple[float, float]:
+    """Width and height in inches (DPI pixels each)."""
+    rows, cols, cell = attention_grid(maps)
+    return (cols * (len(maps["columns"]) + 4) * cell + 1.2,
+            rows * (len(maps["rows"]) + 4) * cell + 0.9)
+
+
+def draw_heatmap(ax, panel: dict, maps: dict, cell: float, labels: tuple[bool, bool]):
+    """One map; `labels`: whether to name the pieces along x and along y (outer panels
+    only: every panel of a figure has the same pieces)."""
+    font = max(4.0, min(7.0, cell * 34))  # points: smaller cells, smaller labels
+    image = ax.imshow(panel["weights"], cmap=COLOR_MAP, vmin=0.0, vmax=1.0,
+                      interpolation="nearest", aspect="equal")
+    x_name, y_name = AXIS_NAMES[maps["kind"]]
+    if labels[0]:
+        ax.set_xticks(range(len(maps["columns"])), maps["columns"], rotation=90, fontsize=font)
+        ax.set_xlabel(x_name, fontsize=8)
+    else:
+        ax.set_xticks([])
+    if labels[1]:
+        ax.set_yticks(range(len(maps["rows"])), maps["rows"], fontsize=font)
+        ax.set_ylabel(y_name, fontsize=8)
+    else:
+        ax.set_yticks([])
+    ax.set_title(f"layer {panel['layer']}, head {panel['head']}", fontsize=9)
+    return image
+
+
+# Learning curves ---------------------------------------------------------------------------
+
+CURVES_SIZE = (13.0, 7.5)  # inches: six panels, 2 x 3
+CURVE_PANELS = (  # (y label, training series, validation series, against minutes), each panel
+    ("loss", "loss", "val_loss", False), ("BLEU", None, "val_bleu", False),
+    ("learning rate", "lr", None, False), ("loss", "loss", "val_loss", True),
+    ("BLEU", None, "val_bleu", True), ("tokens/s", "tokens_per_s", None, False),
+)
+
+
+def draw_curves(runs: list[dict], path: Path | str) -> Path:
+    """Learning curves of one or more runs (LearningCurve.to_json() each), overlaid: a colour
+    per run; training solid, validation dashed with markers."""
+    path = check_picture_path(path)
+    figure = new_figure(*CURVES_SIZE)
+    from matplotlib.ticker import MaxNLocator
+
+    axes = list(figure.subplots(2, 3, squeeze=False).flat)
+    for ax, (label, train_key, val_key, by_time) in zip(axes, CURVE_PANELS):
+        for color, run in enumerate(runs):
+            draw_series(ax, run, train_key, val_key, by_time, f"C{color % 10}")
+        ax.set_xlabel("training time (minutes)" if by_time else "step")
+        if not by_time:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].plot([], [], color="gray", label="training")
+    axes[0].plot([], [], color="gray", linestyle="--", marker="o", label="validation")
+    axes[0].legend(fontsize=8, handlelength=3)
+    handles = [axes[2].lines[i] for i in range(len(runs))]
+    figure.legend(handles, [run["run"] for run in runs], loc="outside upper center",
+                  ncols=min(len(runs), 3), fontsize=9)
+    return save(figure, path)
+
+
+def draw_series(ax, run: dict, train_key: str | None, val_key: str | None, by_time: bool,
+                color: str) -> None:
+    if train_key:
+        x = run["minutes"] if by_time else run["steps"]
+        ax.plot(x, run[train_key], color=color, linewidth=1.0, alpha=0.85)
+    if val_key and run["val_steps"]:
+        x = run["val_minutes"] if by_time else run["val_steps"]
+        ax.plot(x, run[val_key], color=color, linestyle="--", marker="o", markersize=3)
+
+
+# BLEU by sentence length -------------------------------------------------------------------
+
+def draw_bleu_by_length(buckets: list[dict], path: Path | str, title: str) -> Path:
+    """A bar of BLEU per length bucket ({"bucket": "1-10", "sentences": 120, "bleu": 31.4}),
+    each labelled with its number of sentences."""
+    path = check_picture_path(path)
+    figure = new_figure(max(4.5, 0.8 * len(buckets) + 2.0), 3.8)
+    ax = figure.subplots()
+    labels = [b["bucket"] for b in buckets]
+    bars = ax.bar(labels, [b["bleu"] for b in buckets], color="C0")
+    ax.bar_label(bars, [f"{b['sentences']:,}" for b in buckets], fontsize=8, padding=2)
+    ax.set_xlabel("source length (bar label: sentences)")
+    ax.set_ylabel("BLEU")
+    ax.set_ylim(0, max([b["bleu"] for b in buckets] + [1.0]) * 1.15)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    return save(figure, path)
+
+
+def draw_bleu_by_length_of_systems(systems: dict[str, list[dict]], path: Path | str,
+                                   title: str) -> Path:
+    """Bars of BLEU per length bucket, one bar per system in each bucket, side by side: how
+    each system holds up as sentences grow (bench/bottleneck.py)."""
+    path = check_picture_path(path)
+    labels = list(dict.fromkeys(b["bucket"] for buckets in systems.values() for b in buckets))
+    sizes = {b["bucket"]: b["sentences"] for buckets in systems.values() for b in buckets}
+    figure = new_figure(max(5.0, 1.2 * len(labels) + 2.5), 3.8)
+    ax = figure.subplots()
+    width = 0.8 / len(systems)
+    for n, (name, buckets) in enumerate(systems.items()):
+        bleu = {b["bucket"]: b["bleu"] for b in buckets}
+        ax.bar([i + (n - (len(systems) - 1) / 2) * width for i in range(len(labels))],
+               [bleu.get(label, 0.0) for label in labels], width, label=name, color=f"C{n}")
+    ax.set_xticks(range(len(labels)), [f"{label}\n({sizes[label]:,})" for label in labels])
+    ax.set_xlabel("source length in words (sentences)")
+    ax.set_ylabel("BLEU")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncols=min(len(systems), 5))
+    ax.grid(axis="y", alpha=0.3)
+    return save(figure, path)

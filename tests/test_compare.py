@@ -1,0 +1,159 @@
+"""`nmt compare` (sacreBLEU's paired tests) and `nmt eval --save-hyp/--by-length`, as a user
+runs them, bad input included."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sacrebleu.metrics import BLEU
+from test_cli import invoke, one_line_error
+from test_nbest import train_tiny_run
+
+from nmt_cli.evaluate import Evaluation, bleu_by_length, bucket_labels
+
+from conftest import read_sample
+
+SENTENCES = 150
+
+
+@pytest.fixture(scope="module")
+def systems(tmp_path_factory) -> dict[str, Path]:
+    """A reference of the sample test set; A drops every seventh word of it, B is A with
+    its lines shuffled, short is A's first 10 lines."""
+    root = tmp_path_factory.mktemp("systems")
+    reference = read_sample("test", "de", SENTENCES)
+    a = [" ".join(w for i, w in enumerate(line.split()) if i % 7 != 3) for line in reference]
+    b = a[:]
+    random.Random(0).shuffle(b)
+    files = {"ref": reference, "a": a, "b": b, "short": a[:10]}
+    for name, lines in files.items():
+        (root / f"{name}.de").write_text("".join(f"{line}\n" for line in lines),
+                                         encoding="utf-8")
+    return {name: root / f"{name}.de" for name in files}
+
+
+def compare_json(*args: str) -> dict:
+    result = invoke("compare", *args, "--samples", "200", "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_a_system_against_itself_and_against_shuffled_lines(systems):
+    out = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(systems["a"]),
+                       str(systems["b"]))
+    assert out["sentences"] == SENTENCES and set(out["signatures"]) == {"bootstrap", "ar"}
+    first, itself, shuffled = out["systems"]
+    references = systems["ref"].read_text(encoding="utf-8").splitlines()
+    hypotheses = systems["a"].read_text(encoding="utf-8").splitlines()
+    assert first["metrics"][0]["metric"] == "BLEU"
+    assert first["metrics"][0]["score"] == pytest.approx(
+        BLEU().corpus_score(hypotheses, [references]).score)
+    for metric in first["metrics"]:
+        assert metric["p_bootstrap"] is None and metric["p_ar"] is None
+        assert metric["ci95"] > 0 and abs(metric["mean"] - metric["score"]) < metric["ci95"]
+    for metric in itself["metrics"]:
+        assert metric["p_bootstrap"] == 1.0 and metric["p_ar"] == 1.0
+    for metric in shuffled["metrics"]:
+        assert metric["p_bootstrap"] < 0.05 and metric["p_ar"] < 0.05
+    again = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(systems["a"]),
+                         str(systems["b"]))
+    assert again == out  # seeded: the same intervals and p-values
+
+
+def test_one_method_and_the_table(systems):
+    out = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(systems["b"]),
+                       "--method", "ar")
+    assert list(out["signatures"]) == ["ar"]
+    assert all(m["p_bootstrap"] is None and m["ci95"] > 0 for m in out["systems"][1]["metrics"])
+    table = invoke("compare", "--ref", str(systems["ref"]), str(systems["a"]),
+                   str(systems["b"]), "--samples", "100")
+    assert table.exit_code == 0, table.output
+    assert "p (bootstrap)" in table.stdout and "chrF2" in table.stdout
+
+
+def test_bad_comparisons(systems, tmp_path):
+    ref, a = str(systems["ref"]), str(systems["a"])
+    one_line_error(invoke("compare", "--ref", ref, a, str(systems["short"])),
+                   str(systems["short"]), "has 10 lines", f"has {SENTENCES}")
+    one_line_error(invoke("compare", "--ref", ref, a, str(tmp_path)), str(tmp_path), "--src")
+    one_line_error(invoke("compare", "--ref", ref, a), "at least two systems")
+    one_line_error(invoke("compare", a, a), "--ref")
+    one_line_error(invoke("compare", "--ref", ref, a, a, "--seed", "0"), "--seed")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A tiny run whose corpus has a 30-sentence test split."""
+    return train_tiny_run(tmp_path_factory.mktemp("compare"), test_sentences=30)
+
+
+DECODE = ["--beam", "1", "--max-len-b", "3"]
+
+
+def test_eval_saves_its_translations_and_scores_by_length(tiny_run, tmp_path):
+    saved = tmp_path / "hyp.de"
+    out = json.loads(invoke("eval", "--run", str(tiny_run), *DECODE, "--save-hyp", str(saved),
+                            "--by-length", "--json").stdout)
+    assert len(saved.read_text(encoding="utf-8").splitlines()) == out["sentences"] == 30
+    by_length = out["by_length"]
+    assert by_length["length_of"] == "source"
+    assert sum(b["sentences"] for b in by_length["buckets"]) == 30
+    assert [b["bucket"] for b in by_length["buckets"]] == sorted(
+        (b["bucket"] for b in by_length["buckets"]), key=bucket_labels((10, 20, 30)).index)
+    rescored = json.loads(invoke("eval", "--hyp", str(saved), "--ref", out["reference"],
+                                 "--json").stdout)
+    assert rescored["scores"][0]["score"] == pytest.approx(out["scores"][0]["score"])
+    table = invoke("eval", "--run", str(tiny_run), *DECODE, "--by-length")
+    assert table.exit_code == 0 and "BLEU by source length" in table.stdout
+    one_line_error(invoke("eval", "--run", str(tiny_run), "-o", str(tmp_path / "x.png")),
+                   "--by-length")
+
+
+def test_bleu_by_length_buckets_every_sentence_and_leaves_empty_buckets_out():
+    sources = ["one two", "", " ".join(["w"] * 25), " ".join(["w"] * 40), "a b c"]
+    references = ["das ist gut so", "", "x y z w v", "ja nein ja nein", "a b c d"]
+    evaluation = Evaluation("h", "r", 5, [], references, references, sources)
+    buckets = bleu_by_length(evaluation)
+    assert [(b.bucket, b.sentences) for b in buckets] == [("1-10", 3), ("21-30", 1),
+                                                          ("31+", 1)]
+    assert all(b.bleu == pytest.approx(100.0) for b in buckets)
+    assert bucket_labels((5, 15)) == ["1-5", "6-15", "16+"]
+
+
+def test_compare_translates_run_directories(tiny_run, systems, tmp_path):
+    corpus = Path(json.loads((tiny_run / "config.json").read_text())["config"]["data"]
+                  ["data_dir"])
+    src, ref = str(corpus / "test.en"), str(corpus / "test.de")
+    saved = tmp_path / "hyp.de"
+    evaluated = json.loads(invoke("eval", "--run", str(tiny_run), *DECODE, "--chrf", "--json",
+                                  "--save-hyp", str(saved)).stdout)
+    out = compare_json("--ref", ref, "--src", src, str(saved), str(tiny_run), *DECODE)
+    from_file, from_run = out["systems"]
+    assert from_run["name"] == str(tiny_run)
+    assert [m["score"] for m in from_run["metrics"]] == pytest.approx(
+        [s["score"] for s in evaluated["scores"]])
+    assert all(m["p_bootstrap"] == 1.0 for m in from_run["metrics"])  # the same output
+
+
+def test_picture_of_bleu_by_length(tiny_run, tmp_path):
+    pytest.importorskip("nmt_cli.pictures")
+    from matplotlib.image import imread
+
+    picture = tmp_path / "by-length.png"
+    result = invoke("eval", "--run", str(tiny_run), *DECODE, "--by-length", "-o", str(picture))
+    assert result.exit_code == 0, result.output
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert imread(picture).std() > 0  # not blank
+
+
+def test_translating_never_imports_matplotlib():
+    code = ("import sys; from nmt_cli.cli import app; import nmt_cli.compare, nmt_cli.evaluate; "
+            "print('matplotlib' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.strip() == "False", result.stderr

@@ -1,0 +1,284 @@
+"""Seeing inside: attention maps, learning curves and the pictures drawn from them.
+
+The numbers first (attention rows are distributions, the decoder never looks ahead, a model
+that learned to copy looks at the piece it copies), then the files (real, non-blank PNGs of the
+expected size; SVGs that are XML), then the command line, bad input included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from test_cli import one_line_error
+from test_learning import VOCAB, reverse_task
+from typer.testing import CliRunner
+
+from nmt_cli import DecodeConfig, UserError, pictures, resolve_config
+from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
+from nmt_cli.cli import app
+from nmt_cli.data import Batch
+from nmt_cli.learning_curves import learning_curves, read_metrics
+from nmt_cli.loss import output_cross_entropy
+from nmt_cli.models import build_model
+from nmt_cli.special_tokens import PAD_ID
+from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.translate import Translator
+
+from conftest import TINY, random_tokens, tiny_model
+
+SENTENCE = "A man is riding a bike."
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread, above all beside other work on 2 cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def train_run(corpus: Path, arch: str, run_dir: Path) -> Path:
+    """A 4-step run with validations at steps 2 and 4."""
+    config = resolve_config(arch, settings=[
+        "model.d_model=32", "model.d_ff=64", "model.num_heads=4",
+        "model.num_encoder_layers=2", "model.num_decoder_layers=2",
+        "tokenizer.vocab_size=300", "train.validate_every=2", "train.max_steps=4"],
+        options={"data.data_dir": str(corpus)})
+    return Trainer(config, prepare_run_dir(run_dir), lambda event: None).run()
+
+
+@pytest.fixture(scope="module")
+def runs(small_corpus, tmp_path_factory) -> dict[str, Path]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # restored below: later tests compare runs across processes
+    try:
+        root = tmp_path_factory.mktemp("pictures")
+        return {arch: train_run(small_corpus, arch, root / arch)
+                for arch in ("transformer", "gru")}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def read_png(path: Path):
+    """(height, width, channels) floats in 0..1."""
+    import matplotlib.image
+
+    return matplotlib.image.imread(path)
+
+
+def assert_real_picture(path: Path, width_inches: float, height_inches: float) -> None:
+    pixels = read_png(path)
+    height, width = pixels.shape[:2]  # matplotlib rounds each down or to the nearest pixel
+    assert abs(height - height_inches * pictures.DPI) < 1
+    assert abs(width - width_inches * pictures.DPI) < 1
+    assert pixels[..., :3].var() > 0  # not blank
+    assert path.stat().st_size < 200_000
+
+
+# The numbers -------------------------------------------------------------------------------
+
+def test_self_attention_rows_are_distributions_and_the_decoder_never_looks_ahead():
+    model = tiny_model("transformer")
+    src = random_tokens(2, 6)
+    src[1, 4:] = PAD_ID
+    tgt_in = random_tokens(2, 5, seed=1)
+    with torch.no_grad():
+        encoder, decoder = model.self_attention_weights(src, tgt_in)
+    assert len(encoder) == len(decoder) == 2
+    assert encoder[0].shape == (2, 4, 6, 6) and decoder[0].shape == (2, 4, 5, 5)
+    for weights in encoder + decoder:
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    for weights in encoder:
+        assert (weights[1, :, :, 4:] == 0).all()  # padded source keys get nothing
+    above = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    for weights in decoder:
+        assert (weights[..., above] == 0).all() and (weights[..., ~above] > 0).all()
+
+
+def test_maps_of_a_run_are_distributions_over_what_each_position_sees(runs):
+    translator = Translator.from_run(runs["transformer"], "cpu")
+    for kind in ("cross", "encoder", "decoder"):
+        maps = attention_maps(translator, SENTENCE, kind, layer="all", head="all")
+        assert [(m.layer, m.head) for m in maps.maps] == [
+            (layer, head) for layer in (1, 2) for head in (1, 2, 3, 4, "mean")]
+        for head_map in maps.maps:
+            weights = torch.tensor(head_map.weights)  # (rows, columns)
+            assert weights.shape == (len(maps.rows), len(maps.columns))
+            assert torch.allclose(weights.sum(-1), torch.ones(len(maps.rows)))
+            if kind == "decoder":
+                assert (weights.triu(1) == 0).all()
+    assert maps.source[-1] == maps.output[-1] == "<eos>" and maps.rows[0] == "<sos>"
+    assert maps.translation == translator.translate([SENTENCE])[0]
+
+
+def test_head_mean_is_the_mean_of_the_heads(runs):
+    translator = Translator.from_run(runs["transformer"], "cpu")
+    every = attention_maps(translator, SENTENCE, "cross", layer=1, head="all").maps
+    mean = attention_maps(translator, SENTENCE, "cross", layer=1, head="mean").maps
+    heads = torch.tensor([m.weights for m in every[:-1]])
+    assert torch.allclose(torch.tensor(mean[0].weights), heads.mean(0))
+    assert every[-1].weights == mean[0].weights
+
+
+def copy_task(count: int, seed: int) -> tuple[list[list[int]], list[list[int]]]:
+    sources, _ = reverse_task(count, seed)
+    return sources, [list(s) for s in sources]
+
+
+def train_to_copy(arch: str, attention: str, steps: int, lr: float) -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = dataclasses.replace(TINY, arch=arch, attention=attention)
+    model = build_model(config, VOCAB, VOCAB, joint_vocab=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
+    for step in range(steps):
+        batch = Batch.from_ids(*copy_task(32, seed=step))
+        loss = output_cross_entropy(model.features(batch.src, batch.tgt_in),
+                                    model.output_proj.weight, batch.tgt_out)
+        optimizer.zero_grad()
+        (loss / batch.num_tgt_tokens).backward()
+        optimizer.step()
+        schedule.step()
+    return model.eval()
+
+
+@pytest.mark.parametrize(("arch", "attention", "steps", "lr"), [
+    ("gru", "additive", 300, 2e-2), ("gru", "dot", 200, 2e-2), ("gru", "general", 200, 2e-2),
+    ("transformer", "additive", 300, 5e-3)])
+def test_a_model_that_learned_to_copy_looks_at_the_piece_it_copies(arch, attention, steps, lr):
+    model = train_to_copy(arch, attention, steps, lr)
+    sources, targets = copy_task(50, seed=-1)
+    aligned = total = 0
+    for source, target in zip(sources, targets):
+        layers = attention_weights(model, source, target, "cross", torch.device("cpu"))
+        last = select_maps(layers, len(layers), "mean")[0]  # the last layer's head-mean
+        looked_at = torch.tensor(last.weights)[: len(target)].argmax(-1)  # (output tokens,)
+        aligned += int((looked_at == torch.arange(len(target))).sum())
+        total += len(target)
+    assert aligned / total >= 0.9, f"{arch} ({attention}): {aligned / total:.0%} aligned"
+
+
+def test_a_gru_without_attention_has_no_map():
+    with pytest.raises(UserError, match="no attention"):
+        map_counts(tiny_model("gru", attention="none"), "cross")
+    assert map_counts(tiny_model("gru", attention="dot"), "cross") == (1, 1)
+
+
+def test_learning_curves_follow_metrics_jsonl(runs):
+    curve = learning_curves([runs["transformer"]])[0]
+    records = read_metrics(runs["transformer"])
+    steps = {r["step"]: r for r in records if r["kind"] == "step"}
+    assert curve.steps == [1, 2, 3, 4] and curve.val_steps == [2, 4]
+    assert curve.loss == [steps[s]["loss"] for s in curve.steps]
+    assert curve.val_minutes == [steps[s]["elapsed"] / 60 for s in (2, 4)]
+    assert curve.val_bleu == [r["val_bleu"] for r in records if r["kind"] == "validate"]
+
+
+# The files ---------------------------------------------------------------------------------
+
+def test_attention_picture_is_a_real_image_and_json_gives_its_numbers(runs, tmp_path):
+    run = str(runs["transformer"])
+    result = invoke("attention", SENTENCE, "--run", run, "-o", str(tmp_path / "a.png"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(tmp_path / "a.png")
+    printed = json.loads(invoke("attention", SENTENCE, "--run", run, "--kind", "decoder",
+                                "--head", "mean", "--beam", "2", "--json").stdout)
+    expected = attention_maps(Translator.from_run(run, "cpu"), SENTENCE, "decoder", None,
+                              "mean", DecodeConfig(beam=2)).to_json()
+    assert printed == expected  # JSON keeps every float exactly
+    cross = attention_maps(Translator.from_run(run, "cpu"), SENTENCE).to_json()
+    assert_real_picture(tmp_path / "a.png", *pictures.attention_figure_size(cross))
+    assert not (tmp_path / "attention.png").exists()
+
+
+def test_svg_output_is_xml(runs, tmp_path):
+    result = invoke("attention", SENTENCE, "--run", str(runs["gru"]), "-o",
+                    str(tmp_path / "gru.svg"))
+    assert result.exit_code == 0, result.output
+    assert ET.parse(tmp_path / "gru.svg").getroot().tag.endswith("svg")
+
+
+def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
+    names = [str(runs["transformer"]), str(runs["gru"])]
+    result = invoke("plot", *names, "-o", str(tmp_path / "curves.png"))
+    assert result.exit_code == 0, result.output
+    assert_real_picture(tmp_path / "curves.png", *pictures.CURVES_SIZE)
+    printed = json.loads(invoke("plot", *names, "--json").stdout)
+    assert printed == {"runs": [curve.to_json() for curve in learning_curves(names)]}
+
+
+def test_bleu_by_length_bars(tmp_path):
+    buckets = [{"bucket": "1-10", "sentences": 120, "bleu": 31.5},
+               {"bucket": "11-20", "sentences": 300, "bleu": 27.25},
+               {"bucket": "21+", "sentences": 80, "bleu": 18.0}]
+    path = pictures.draw_bleu_by_length(buckets, tmp_path / "bleu.png", "BLEU by source length")
+    assert_real_picture(path, 4.5, 3.8)
+
+
+def test_pictures_draw_without_a_display(tmp_path):
+    maps = {"run": "r", "model": "transformer", "kind": "cross", "translation": "b",
+            "source": ["a", "<eos>"], "output": ["b", "<eos>"], "rows": ["b", "<eos>"],
+            "columns": ["a", "<eos>"], "num_layers": 1, "num_heads": 1,
+            "maps": [{"layer": 1, "head": 1, "weights": [[1.0, 0.0], [0.25, 0.75]]}]}
+    without_display = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    code = ("import sys; from nmt_cli.pictures import draw_attention; "
+            f"draw_attention({maps!r}, sys.argv[1])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.png")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**without_display, "MPLBACKEND": "tkagg"})
+    assert done.returncode == 0, done.stderr
+    assert_real_picture(tmp_path / "m.png", *pictures.attention_figure_size(maps))
+    assert pictures.draw_attention(maps, tmp_path / "m.svg").stat().st_size > 0
+
+
+def test_the_command_line_does_not_import_matplotlib():
+    code = "import sys, nmt_cli.cli; print('matplotlib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+# Bad input ---------------------------------------------------------------------------------
+
+def test_bad_input_is_one_line(runs, tmp_path):
+    transformer, gru = str(runs["transformer"]), str(runs["gru"])
+    without_weights = tmp_path / "without-weights"
+    shutil.copytree(transformer, without_weights)
+    (without_weights / "model.safetensors").unlink()
+    one_line_error(invoke("attention", SENTENCE, "--run", str(without_weights)),
+                   "model.safetensors", "not found")
+    one_line_error(invoke("attention", "  ", "--run", transformer), "sentence is empty")
+    one_line_error(invoke("attention", SENTENCE, "--run", transformer, "--layer", "3"),
+                   "--layer must be 1..2 or all", "'3'")
+    one_line_error(invoke("attention", SENTENCE, "--run", transformer, "--head", "0"),
+                   "--head must be 1..4 or all or mean")
+    one_line_error(invoke("attention", SENTENCE, "--run", gru, "--kind", "encoder"),
+                   "--kind encoder", "GRU")
+    one_line_error(invoke("attention", SENTENCE, "--run", transformer, "-o", "a.jpg"),
+                   ".png or .svg")
+    one_line_error(invoke("plot", str(tmp_path)), "no metrics.jsonl")
+    one_line_error(invoke("plot", str(tmp_path / "missing")), "no such run directory")
+
+
+def test_bleu_by_length_of_several_systems_is_a_real_picture(tmp_path):
+    systems = {name: [{"bucket": "1-10", "sentences": 400, "bleu": 20.0 + n},
+                      {"bucket": "11-20", "sentences": 500, "bleu": 15.0 + 5 * n}]
+               for n, name in enumerate(("none", "additive", "transformer"))}
+    path = pictures.draw_bleu_by_length_of_systems(systems, tmp_path / "systems.png", "BLEU")
+    assert_real_picture(path, 5.0, 3.8)
+    with pytest.raises(UserError, match="-o"):
+        pictures.draw_bleu_by_length_of_systems(systems, tmp_path / "systems.jpg", "BLEU")
