@@ -32,7 +32,7 @@ train: install
 # bench: those in full, the 60-minute quality run of each Multi30k preset, and the memory
 # benchmarks (about 3 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
 # MIRROR: a local copy of Multi30k to fetch from instead of the network (NMT_MULTI30K_MIRROR,
-# else the one this team's machines keep beside the checkout, if there is one).
+# else a mirror beside the checkout in ../shared, where there is one).
 MIRROR ?= $(or $(NMT_MULTI30K_MIRROR),$(wildcard ../shared/data/multi30k))
 
 bench-quick: install
