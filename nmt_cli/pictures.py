@@ -67,7 +67,8 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     path = check_picture_path(path)
     panels = maps["maps"]
     rows, cols, cell = attention_grid(maps)
-    figure = new_figure(*attention_figure_size(maps))
+    width, height = attention_figure_size(maps)
+    figure = new_figure(width, height)
     axes = figure.subplots(rows, cols, squeeze=False)
     for index, panel in enumerate(panels):
         labels = (index + cols >= len(panels), index % cols == 0)  # nothing below; first
@@ -75,9 +76,12 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
     figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
-    translation = textwrap.shorten(maps["translation"], 90, placeholder=" …")
-    figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n"
-                    f"“{translation}”", fontsize=10)
+    # About 8 pixels a character at 10 points (with margin): wrap the title to the width.
+    columns = max(30, int(width * DPI / 8))
+    translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
+    title = textwrap.fill(f"“{translation}”", columns)
+    figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}",
+                    fontsize=10)
     return save(figure, path)
 
 
