@@ -40,9 +40,10 @@ def read_vectors(path: Path, dim: int | None = None,
                 fields = line.rstrip("\n").rstrip().split(" ")
                 if number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
                     continue  # word2vec's header: vector count and size
-                dim = check_line(path, number, fields, dim)
+                vector = parse_line(path, number, fields, dim)
+                dim = len(vector)
                 if wanted is None or fields[0] in wanted:
-                    vectors[fields[0]] = np.asarray(fields[1:], dtype=np.float32)
+                    vectors[fields[0]] = vector
     except FileNotFoundError:
         raise UserError(f"{path}: vector file not found") from None
     except UnicodeDecodeError as e:
@@ -50,8 +51,8 @@ def read_vectors(path: Path, dim: int | None = None,
     return vectors
 
 
-def check_line(path: Path, number: int, fields: list[str], dim: int | None) -> int:
-    """A line's vector size, which must be `dim` when given; numbers only."""
+def parse_line(path: Path, number: int, fields: list[str], dim: int | None) -> np.ndarray:
+    """A line's vector (parsed once), which must have `dim` values when given."""
     size = len(fields) - 1
     if size < 1 or not fields[0]:
         raise UserError(f"{path}:{number}: expected a word and its vector")
@@ -59,11 +60,10 @@ def check_line(path: Path, number: int, fields: list[str], dim: int | None) -> i
         raise UserError(f"{path}:{number}: a vector of {size} values where {dim} are needed "
                         "(model.d_model)")
     try:
-        [float(x) for x in fields[1:]]
+        return np.asarray(fields[1:], dtype=np.float32)
     except ValueError:
         raise UserError(f"{path}:{number}: the vector holds something other than numbers"
                         ) from None
-    return size
 
 
 def initialise_embeddings(model: Seq2Seq, tokenizer: Tokenizer,
