@@ -8,12 +8,13 @@
 # 1. tests/test_gpu.py and tests/test_devices.py (CUDA training, decoding, resume, NaN skips);
 # 2. with two GPUs or more, a 2-process NCCL run under torchrun on the sample corpus;
 # 3. bench.gpu with short budgets (STEPS, default 20; SENTENCES, default 300).
-# Then one table of what passed, and bench.gpu's table. Logs go to bench/out/gpu-check/.
+# Then one table of what passed, and bench.gpu's table. Logs go to $GPU_CHECK_LOGS, by default
+# bench/out/gpu-check/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-OUT=bench/out/gpu-check
-mkdir -p "$OUT"
+LOGS="${GPU_CHECK_LOGS:-bench/out/gpu-check}"
+mkdir -p "$LOGS"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 missing=$("$PY" -c '
@@ -28,28 +29,28 @@ fi
 result() { if [ "$1" -eq 0 ]; then echo passed; else echo "FAILED ($1)"; fi; }
 
 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py \
-    > "$OUT/tests.log" 2>&1
+    > "$LOGS/tests.log" 2>&1
 tests=$(result $?)
 
 gpus=$("$PY" -c "import torch; print(torch.cuda.device_count())")
 if [ "$gpus" -ge 2 ]; then
-    rm -rf "$OUT/ddp"
+    rm -rf "$LOGS/ddp"
     "$PY" -m torch.distributed.run --standalone --nproc_per_node=2 -m nmt_cli train \
-        --run-dir "$OUT/ddp" --device cuda --max-steps 40 --set train.validate_every=20 \
-        > "$OUT/ddp.log" 2>&1
+        --run-dir "$LOGS/ddp" --device cuda --max-steps 40 --set train.validate_every=20 \
+        > "$LOGS/ddp.log" 2>&1
     ddp=$(result $?)
 else
     ddp="not run ($gpus GPU)"
 fi
 
 "$PY" -m bench.gpu --steps "${STEPS:-20}" --sentences "${SENTENCES:-300}" \
-    --json "$OUT/gpu.json" "$@" > "$OUT/gpu.md" 2> "$OUT/gpu.log"
+    --json "$LOGS/gpu.json" "$@" > "$LOGS/gpu.md" 2> "$LOGS/gpu.log"
 bench=$(result $?)
 
 echo "| check | result | log |"
 echo "| --- | --- | --- |"
-echo "| tests/test_gpu.py, tests/test_devices.py | $tests: $(tail -1 "$OUT/tests.log") | $OUT/tests.log |"
-echo "| torchrun, 2 processes, NCCL | $ddp | $OUT/ddp.log |"
-echo "| bench.gpu (${STEPS:-20} steps, ${SENTENCES:-300} sentences) | $bench | $OUT/gpu.log |"
-cat "$OUT/gpu.md"
+echo "| tests/test_gpu.py, tests/test_devices.py | $tests: $(tail -1 "$LOGS/tests.log") | $LOGS/tests.log |"
+echo "| torchrun, 2 processes, NCCL | $ddp | $LOGS/ddp.log |"
+echo "| bench.gpu (${STEPS:-20} steps, ${SENTENCES:-300} sentences) | $bench | $LOGS/gpu.log |"
+cat "$LOGS/gpu.md"
 [ "$tests" = passed ] && [ "$bench" = passed ] && [[ "$ddp" != FAILED* ]]

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model, save_file
 
 from ._version import __version__
 from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
@@ -71,8 +71,20 @@ def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer) -> None:
     atomic_write_text(run_dir / CONFIG_FILE, json.dumps(description, indent=2) + "\n")
 
 
+def weights_to_save(model: Seq2Seq) -> dict[str, torch.Tensor]:
+    """The model's tensors, each in memory of its own, tied ones (the shared embedding and
+    output projection) once under their first name, as safetensors' save_model names them.
+    On a GPU, cuDNN keeps a GRU's weights as views into one flat buffer, which safetensors
+    refuses to save as they stand."""
+    state, tied = model.state_dict(), {}
+    for name, tensor in state.items():
+        tied.setdefault((tensor.data_ptr(), tensor.shape, tensor.stride()), []).append(name)
+    return {min(names): state[min(names)].detach().clone() for names in tied.values()}
+
+
 def save_weights(model: Seq2Seq, path: Path) -> None:
-    atomic_write(path, lambda tmp: save_model(model, tmp))
+    weights = weights_to_save(model)
+    atomic_write(path, lambda tmp: save_file(weights, tmp, metadata={"format": "pt"}))
 
 
 def save_train_state(path: Path, state: dict[str, Any]) -> None:

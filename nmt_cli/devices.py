@@ -44,8 +44,12 @@ def mixed_precision(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()
 
 
-def fast_matmuls(device: torch.device) -> None:
-    """TF32 matrix products for float32 work on NVIDIA GPUs (Ampere and later); cuDNN's
-    convolutions and RNNs use TF32 by default."""
+def fast_kernels(device: torch.device) -> None:
+    """For training and decoding on NVIDIA GPUs: TF32 matrix products for float32 work
+    (Ampere and later; cuDNN's RNNs use TF32 by default), and no cuDNN attention. cuDNN
+    builds an attention plan for every new sequence length, about 10 ms of CPU time per call
+    on an H200, and batches of varying length meet new lengths all the time; PyTorch's flash
+    and memory-efficient kernels need no plan."""
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
+        torch.backends.cuda.enable_cudnn_sdp(False)

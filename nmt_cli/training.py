@@ -28,7 +28,7 @@ from .checkpoint import new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
-from .devices import fast_matmuls, mixed_precision, resolve_device
+from .devices import fast_kernels, mixed_precision, resolve_device
 from .events import Event, info
 from .loss import TeacherForcedLoss
 from .models import build_model, compile_features
@@ -59,7 +59,7 @@ class Trainer:
         self.model = build_model(config.model, self.tokenizer.src_vocab_size,
                                  self.tokenizer.tgt_vocab_size, self.tokenizer.joint
                                  ).to(self.device)
-        fast_matmuls(self.device)
+        fast_kernels(self.device)
         if state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, self.tokenizer, config.model):
                 self.emit(info(message))

@@ -16,7 +16,7 @@ from torch import nn
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import QUANTIZATIONS, DecodeConfig, check_choice
 from .data import pad, source_tensor
-from .devices import mixed_precision, resolve_device
+from .devices import fast_kernels, mixed_precision, resolve_device
 from .errors import UserError
 from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, translate_nbest
@@ -48,6 +48,7 @@ class Translator:
     def __init__(self, run: Run, device: torch.device,
                  warn: Callable[[str], None] | None = None):
         self.run, self.device = run, device
+        fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
     @classmethod
@@ -67,6 +68,7 @@ class Translator:
         if device == "auto" or resolve_device(device) == self.device:
             return
         self.device = resolve_device(device)
+        fast_kernels(self.device)
         self.run = dataclasses.replace(self.run, model=self.run.model.to(self.device))
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:

@@ -109,3 +109,15 @@ def test_fp16_overflow_skips_do_not_count_as_divergence():
     assert not progress.count_step(math.nan)
     assert progress.bad_steps == 1
     assert dataclasses.asdict(progress)["overflow_steps"] == 1  # saved with the run
+
+
+def test_cuda_work_gets_tf32_and_no_cudnn_attention(monkeypatch):
+    from nmt_cli.devices import fast_kernels
+
+    calls = []
+    monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda p: calls.append(p))
+    monkeypatch.setattr(torch.backends.cuda, "enable_cudnn_sdp", lambda on: calls.append(on))
+    fast_kernels(torch.device("cpu"))
+    assert calls == []
+    fast_kernels(torch.device("cuda", 0))
+    assert calls == ["high", False]

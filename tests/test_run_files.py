@@ -54,3 +54,36 @@ def test_decode_config_device_is_not_ignored(run_under_umask):
     if not torch.cuda.is_available():
         with pytest.raises(UserError, match="no CUDA device"):
             translator.translate(["Hello."], DecodeConfig(beam=1, device="cuda"))
+
+
+@pytest.mark.parametrize("arch", ["gru", "transformer"])
+def test_weights_save_once_each_and_load_back_when_they_share_memory(tmp_path, arch):
+    from safetensors import safe_open
+
+    from nmt_cli.checkpoint import load_weights, save_weights
+    from nmt_cli.config import ModelConfig
+    from nmt_cli.models import build_model
+
+    config = ModelConfig(arch=arch, d_model=16, d_ff=32, num_encoder_layers=1,
+                         num_decoder_layers=1, num_heads=2)
+    torch.manual_seed(0)
+    model = build_model(config, 50, 50, True)
+    # as cuDNN keeps an RNN's weights on a GPU: every tensor a view into one flat buffer
+    names = [name for name, _ in model.named_parameters() if "rnn" in name]
+    if arch == "gru":
+        flat = torch.cat([model.get_parameter(n).detach().reshape(-1) for n in names])
+        offset = 0
+        for name in names:
+            parameter = model.get_parameter(name)
+            parameter.data = flat[offset:offset + parameter.numel()].view_as(parameter)
+            offset += parameter.numel()
+    save_weights(model, tmp_path / "w.safetensors")
+    with safe_open(tmp_path / "w.safetensors", "pt") as f:
+        saved = set(f.keys())
+    state = model.state_dict()
+    tied = {n for n in state if n.endswith("weight") and n not in saved}
+    assert all(state[n].data_ptr() in {state[s].data_ptr() for s in saved} for n in tied)
+    assert len(saved) == len({(t.data_ptr(), t.shape) for t in state.values()})
+    fresh = build_model(config, 50, 50, True)
+    load_weights(fresh, tmp_path / "w.safetensors")
+    assert all(torch.equal(fresh.state_dict()[n], t) for n, t in state.items())
