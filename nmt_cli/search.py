@@ -185,7 +185,7 @@ def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
     Each step reads its candidates to the host once (read_step).
     """
     n, k, device = src.size(0), beam_size, src.device
-    state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k))
+    state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k), k)
     scores = torch.full((n, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: only the first one may expand
     limits_host, limits = limits.tolist(), limits.to(device)

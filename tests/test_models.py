@@ -69,6 +69,24 @@ def test_state_select_reorders_the_cache():
     assert torch.allclose(reordered, expected[order], atol=1e-5)
 
 
+def test_beams_share_their_sentences_memory_keys_and_values():
+    model = tiny_model("transformer")
+    n, k = 3, 2
+    src, tgt = random_tokens(n, 5), teacher_forced_input(n, 4)
+    with torch.no_grad():
+        expected = model(src, tgt)  # (n, 4, vocab)
+        state = model.start(src).select(torch.arange(n).repeat_interleave(k), k)
+        assert [key.size(0) for key, _ in state.memory_cache] == [n, n]  # not n * k
+        for t in range(3):
+            logits, state = model.decode_step(tgt[:, t].repeat_interleave(k), state)
+            assert torch.allclose(logits, expected[:, t].repeat_interleave(k, 0), atol=1e-5)
+        # sentence 0 finished; sentence 2 goes first, its two beams swapped
+        state = state.select(torch.tensor([5, 4, 2, 3]))
+        assert [key.size(0) for key, _ in state.memory_cache] == [2, 2]
+        logits, _ = model.decode_step(tgt[[2, 2, 1, 1], 3], state)
+    assert torch.allclose(logits, expected[[2, 2, 1, 1], 3], atol=1e-5)
+
+
 def test_tied_embeddings_share_one_matrix():
     model = tiny_model("transformer")
     assert model.output_proj.weight is model.tgt_embedding.weight
@@ -145,3 +163,28 @@ def test_relu_dropout_equals_relu_then_dropout_with_the_same_gradients():
     assert torch.equal(fused, plain)
     assert torch.allclose(grad_fused, grad_plain)
     assert 0.35 < (grad_fused != 0).float().mean().item() < 0.45  # half pass ReLU, 80% kept
+
+
+def test_compiled_features_meet_new_lengths_without_recompiling(monkeypatch):
+    import functools
+
+    import torch._dynamo
+    import torch.fx.experimental._config as shapes
+    from torch._dynamo.utils import counters
+
+    from nmt_cli.models import compile_features
+
+    monkeypatch.setattr(shapes, "use_duck_shape", shapes.use_duck_shape)  # restored after
+    # Dynamo's guards decide recompiles whatever the backend; "eager" skips code generation.
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
+    torch._dynamo.reset()
+    model = tiny_model("transformer")
+    assert compile_features(model)
+    graphs = []
+    with torch.no_grad():
+        for batch, src_len, tgt_len in [(6, 9, 9), (6, 9, 7), (9, 9, 9), (4, 12, 15)]:
+            model.features(random_tokens(batch, src_len), teacher_forced_input(batch, tgt_len))
+            graphs.append(counters["stats"]["unique_graphs"])
+    torch._dynamo.reset()
+    assert graphs[-1] == graphs[0]  # the first batch's graph served every later one
+    assert not compile_features(tiny_model("gru"))

@@ -24,6 +24,11 @@ def compile_features(model: Seq2Seq) -> bool:
     call and packing break graphs, so compiling it gains little. True when compiled."""
     if not isinstance(model, Transformer):
         return False
+    # Without this, sizes equal in the first batch (its source and target lengths, say)
+    # share one symbol, and the first batch where they differ compiles everything again.
+    import torch.fx.experimental._config as shapes
+
+    shapes.use_duck_shape = False
     model.features = torch.compile(model.features, dynamic=True)
     return True
 

@@ -22,17 +22,23 @@ from torch import nn
 class DecoderState:
     """Batch-first tensors (and lists/tuples of them) describing partial decodes."""
 
-    def select(self, indices: torch.Tensor) -> DecoderState:
-        """The state of rows `indices` (batch dimension first everywhere)."""
-        def pick(value):
-            if isinstance(value, torch.Tensor):
-                return value.index_select(0, indices)
-            if isinstance(value, (list, tuple)):
-                return type(value)(pick(v) for v in value)
-            return value
-
-        return dataclasses.replace(self, **{f.name: pick(getattr(self, f.name))
+    def select(self, indices: torch.Tensor, beams: int | None = None) -> DecoderState:
+        """The state of rows `indices` (batch dimension first everywhere). `beams`: how many
+        rows each sentence has from now on, when that changes (beam search's start); rows of
+        one sentence are always next to each other, so a state may keep what its beams share
+        once per sentence."""
+        return dataclasses.replace(self, **{f.name: pick_rows(getattr(self, f.name), indices)
                                             for f in dataclasses.fields(self)})
+
+
+def pick_rows(value, indices: torch.Tensor):
+    """Rows `indices` of a tensor, or of each tensor in a (nested) list or tuple; anything
+    else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.index_select(0, indices)
+    if isinstance(value, (list, tuple)):
+        return type(value)(pick_rows(v, indices) for v in value)
+    return value
 
 
 class Seq2Seq(nn.Module):

@@ -16,6 +16,7 @@ already produced (and of the encoder memory), so a step computes one new positio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from torch import nn
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
 from ..dropout import Dropout, relu_dropout
-from .base import DecoderState, Seq2Seq
+from .base import DecoderState, Seq2Seq, pick_rows
 
 
 class PositionalEncoding(nn.Module):
@@ -116,29 +117,48 @@ class DecoderLayer(nn.Module):
         x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
         return x, (self_weights, cross_weights)
 
-    def step(self, x: torch.Tensor, cache: tuple, src_mask: torch.Tensor):
-        """One new position x (batch, 1, d_model). `cache` holds this layer's keys and values:
-        (self_key, self_value) of earlier positions and (cross_key, cross_value) of the memory."""
-        self_key, self_value, cross_key, cross_value = cache
+    def step(self, x: torch.Tensor, cache: tuple, memory_cache: tuple, src_mask: torch.Tensor):
+        """One new position x (rows, 1, d_model). `cache` holds this layer's keys and values
+        of earlier positions, one row per hypothesis; `memory_cache` the keys and values of
+        the memory, one row per sentence (its beams are rows next to each other in x)."""
+        self_key, self_value = cache
 
         def self_attend(h):
-            key, value = self.self_attention.keys_values(h)  # (batch, heads, 1, d_head)
-            key = torch.cat([self_key, key], dim=2)  # (batch, heads, t+1, d_head)
+            key, value = self.self_attention.keys_values(h)  # (rows, heads, 1, d_head)
+            key = torch.cat([self_key, key], dim=2)  # (rows, heads, t+1, d_head)
             value = torch.cat([self_value, value], dim=2)
             return self.self_attention.attend(h, key, value)[0], (key, value)
 
-        x, (self_key, self_value) = self.self_attention_block(x, self_attend)
-        x, _ = self.cross_attention_block(
-            x, lambda h: self.cross_attention.attend(h, cross_key, cross_value, src_mask))
+        def cross_attend(h):
+            # A sentence's beams read the same memory: as that sentence's queries, side by side.
+            sentences, d = memory_cache[0].size(0), h.size(-1)
+            out, _ = self.cross_attention.attend(h.reshape(sentences, -1, d), *memory_cache,
+                                                 src_mask)
+            return out.reshape(h.shape), None
+
+        x, cache = self.self_attention_block(x, self_attend)
+        x, _ = self.cross_attention_block(x, cross_attend)
         x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
-        return x, (self_key, self_value, cross_key, cross_value)
+        return x, cache
 
 
 @dataclass
 class TransformerState(DecoderState):
-    src_mask: torch.Tensor  # (batch, 1, src_len)
-    cache: list[tuple[torch.Tensor, ...]]  # per decoder layer: self K, self V, cross K, cross V
+    src_mask: torch.Tensor  # (sentences, 1, src_len)
+    cache: list[tuple[torch.Tensor, ...]]  # per decoder layer: self K, V (rows, heads, t, d)
+    memory_cache: list[tuple[torch.Tensor, ...]]  # per layer: cross K, V (sentences, ...)
     position: int  # index of the next target position
+    beams: int = 1  # rows per sentence
+
+    def select(self, indices: torch.Tensor, beams: int | None = None) -> TransformerState:
+        """Rows `indices` of the self-attention cache; the sentences they belong to of what
+        a sentence's beams share (the memory's keys and values and the source mask), so beam
+        search never copies those per beam."""
+        beams = beams or self.beams
+        sentences = indices.view(-1, beams)[:, 0] // self.beams
+        return TransformerState(pick_rows(self.src_mask, sentences),
+                                pick_rows(self.cache, indices),
+                                pick_rows(self.memory_cache, sentences), self.position, beams)
 
 
 class Transformer(Seq2Seq):
@@ -219,20 +239,21 @@ class Transformer(Seq2Seq):
         return encoder, [self_weights for self_weights, _ in decoder]
 
     def init_state(self, src: torch.Tensor, memory: torch.Tensor) -> TransformerState:
-        batch = src.size(0)
-        cache = []
+        cache, memory_cache = [], []
         for layer in self.decoder_layers:
             cross_key, cross_value = layer.cross_attention.keys_values(memory)
             heads, d_head = layer.self_attention.num_heads, layer.self_attention.d_head
-            empty = cross_key.new_zeros(batch, heads, 0, d_head)  # no target positions yet
-            cache.append((empty, empty, cross_key, cross_value))
-        return TransformerState(padding_mask(src), cache, 0)
+            empty = cross_key.new_zeros(src.size(0), heads, 0, d_head)  # no target positions yet
+            cache.append((empty, empty))
+            memory_cache.append((cross_key, cross_value))
+        return TransformerState(padding_mask(src), cache, memory_cache, 0)
 
     def decode_step(self, prev_tokens: torch.Tensor, state: TransformerState):
         x = self.embed(prev_tokens.unsqueeze(1), self.tgt_embedding, state.position)
         cache = []
-        for layer, layer_cache in zip(self.decoder_layers, state.cache):
-            x, layer_cache = layer.step(x, layer_cache, state.src_mask)
+        for layer, layer_cache, memory_cache in zip(self.decoder_layers, state.cache,
+                                                    state.memory_cache):
+            x, layer_cache = layer.step(x, layer_cache, memory_cache, state.src_mask)
             cache.append(layer_cache)
-        logits = self.output_proj(self.decoder_norm(x)).squeeze(1)  # (batch, vocab)
-        return logits, TransformerState(state.src_mask, cache, state.position + 1)
+        logits = self.output_proj(self.decoder_norm(x)).squeeze(1)  # (rows, vocab)
+        return logits, dataclasses.replace(state, cache=cache, position=state.position + 1)
