@@ -37,3 +37,23 @@ def test_gpu_benchmark_runs_end_to_end_on_a_cpu(multi30k_layout, tmp_path):
     figures = json.loads(out.read_text())
     assert figures["train"]["transformer, bf16"]["tokens_per_s"] > 0
     assert figures["decode"]["greedy"] > 0 and figures["decode"]["beam5"] > 0
+
+
+@pytest.mark.slow
+def test_serve_benchmark_runs_end_to_end(multi30k_layout, small_corpus, tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "nmt_cli", "train", "--data", str(small_corpus),
+                    "--run", str(run), "--max-steps", "2", "--set", "model.d_model=32",
+                    "--set", "model.d_ff=64", "--set", "tokenizer.vocab_size=300"],
+                   check=True, capture_output=True, timeout=300)
+    out = tmp_path / "serve.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.serve", "--run", str(run), "--clients", "3",
+         "--sentences", "12", "--alone", "4", "--beams", "1", "--data", str(multi30k_layout),
+         "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| beam 1 |" in result.stdout and "3 clients" in result.stdout
+    figures = json.loads(out.read_text())["results"]["beam 1"]
+    assert figures["clients"]["sentences"] == 12 and figures["ratio"] > 0

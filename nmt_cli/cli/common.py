@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..config import ARCHS, DEVICES, PRECISIONS, QUANTIZATIONS, DecodeConfig
 from ..datasets import CORPORA
@@ -43,10 +44,10 @@ def user_errors(command):
         try:
             return command(*args, **kwargs)
         except UserError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
-            err.print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False,
+            err.print(f"[red]error:[/red] {escape(f'{where}{e.strerror or e}')}", highlight=False,
                       soft_wrap=True)
         except KeyboardInterrupt:
             err.print("interrupted")

@@ -1,0 +1,145 @@
+"""Dynamic batching: requests that arrive together are decoded together.
+
+Decoding a batch of sentences costs little more than decoding one, since every step runs
+over the whole batch; a server that decoded each request on its own would waste that. So each
+request joins a queue, and one worker takes the oldest, waits a few milliseconds for others
+with the same decoding settings (until they hold `max_lines` lines), and decodes them in one
+call on a thread of its own, while the event loop goes on reading requests. Requests that
+differ only in how many hypotheses they want share a batch: the search is the same, and each
+gets the head of its lines' n-best lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from .config import DecodeConfig
+from .translate import Translation
+
+Decode = Callable[[list[str], DecodeConfig, int], list[list[Translation]]]
+
+
+@dataclass(eq=False)  # compared by identity: two equal requests are still two jobs
+class Job:
+    lines: list[str]
+    config: DecodeConfig  # jobs share a batch only when these are equal
+    nbest: int
+    done: asyncio.Future
+
+
+class Batcher:
+    """Gathers requests into batches for one decoding thread. `run` is the worker: start it
+    as a task on the event loop that calls `translate`."""
+
+    def __init__(self, decode: Decode, max_lines: int, max_wait: float):
+        self.decode, self.max_lines, self.max_wait = decode, max_lines, max_wait
+        self.waiting: list[Job] = []
+        self.arrived = asyncio.Event()
+        self.received = self.answered = self.batches = 0  # requests, and decoding calls
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="nmt-decode")
+
+    async def translate(self, lines: list[str], config: DecodeConfig,
+                        nbest: int = 1) -> list[list[Translation]]:
+        """The n-best lists of `lines`, once a batch holding them is decoded."""
+        job = Job(lines, config, nbest, asyncio.get_running_loop().create_future())
+        self.waiting.append(job)
+        self.received += 1
+        self.arrived.set()
+        try:
+            return await job.done
+        finally:
+            self.answered += 1
+
+    def counts(self) -> dict[str, int]:
+        return {"received": self.received, "answered": self.answered, "batches": self.batches}
+
+    async def run(self) -> None:
+        """Decode batch after batch, until cancelled."""
+        while True:
+            while not self.waiting:
+                self.arrived.clear()
+                await self.arrived.wait()
+            jobs = self.take(await self.gather())
+            if jobs:
+                await self.decode_jobs(jobs)
+
+    async def gather(self) -> DecodeConfig:
+        """Wait up to max_wait for requests with the settings of the oldest one, until they
+        fill a batch; return those settings."""
+        config = self.waiting[0].config
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait
+        while self.lines_waiting(config) < self.max_lines:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            self.arrived.clear()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), left)
+            except asyncio.TimeoutError:
+                break
+        return config
+
+    def lines_waiting(self, config: DecodeConfig) -> int:
+        return sum(len(job.lines) for job in self.waiting if job.config == config)
+
+    def take(self, config: DecodeConfig) -> list[Job]:
+        """The waiting jobs with `config`, oldest first, up to max_lines lines (the first
+        one whatever its size); jobs whose caller has gone are dropped."""
+        self.waiting = [job for job in self.waiting if not job.done.done()]
+        jobs, lines = [], 0
+        for job in self.waiting:
+            if job.config != config:
+                continue
+            if jobs and lines + len(job.lines) > self.max_lines:
+                break
+            jobs.append(job)
+            lines += len(job.lines)
+        taken = set(map(id, jobs))
+        self.waiting = [job for job in self.waiting if id(job) not in taken]
+        return jobs
+
+    async def decode_jobs(self, jobs: list[Job]) -> None:
+        """Decode the jobs' lines in one call and hand each job its share. If that fails,
+        each job is decoded alone, so that one bad request fails only itself."""
+        try:
+            found = await self.decode_lines([line for job in jobs for line in job.lines],
+                                            jobs[0].config, max(job.nbest for job in jobs))
+        except Exception as e:
+            if len(jobs) == 1:
+                print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
+                settle(jobs[0].done, exception=e)
+                return
+            for job in jobs:
+                await self.decode_jobs([job])
+            return
+        start = 0
+        for job in jobs:
+            share = found[start : start + len(job.lines)]
+            settle(job.done, [hypotheses[: job.nbest] for hypotheses in share])
+            start += len(job.lines)
+
+    async def decode_lines(self, lines: list[str], config: DecodeConfig,
+                           nbest: int) -> list[list[Translation]]:
+        self.batches += 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.thread, self.decode, lines, config, nbest)
+
+    def close(self) -> None:
+        """Let the decoding thread finish its batch, then stop it."""
+        self.thread.shutdown(wait=True)
+
+
+def settle(future: asyncio.Future, result: object = None,
+           exception: BaseException | None = None) -> None:
+    """Resolve a job's future, unless its caller has already gone."""
+    if future.done():
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    else:
+        future.set_result(result)

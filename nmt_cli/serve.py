@@ -1,0 +1,143 @@
+"""`nmt serve`: a trained run behind an HTTP JSON API, on FastAPI and uvicorn.
+
+    POST /translate  {"text": "Hello." or ["Hello.", ...], "beam": 5, "nbest": 1}
+    GET  /health     {"status": "ok", "received": N, "answered": N, "batches": N}
+    GET  /info       the run's languages, architecture, parameters and best validation BLEU
+
+This layer only reads bodies and writes answers. service.py checks each request and shapes
+each answer; batching.py decodes concurrent requests together on one worker, through the same
+Translator as `nmt translate`. Every refused request gets a 4xx answer {"error": "..."}.
+On SIGTERM the server stops accepting connections, answers the requests it holds, and exits 0.
+Imported only by `nmt serve`: FastAPI and uvicorn come with the `serve` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from .batching import Batcher
+from .config import DecodeConfig
+from .errors import UserError
+from .service import (
+    ApiError,
+    Engine,
+    ServeConfig,
+    check_settings,
+    load_engine,
+    parse_query,
+    run_info,
+    translations_json,
+)
+
+MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
+
+
+def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: str,
+          say: Callable[[str], None]) -> None:
+    """Load the run, listen on settings.host and settings.port, and answer until stopped."""
+    check_settings(settings, decode)
+    listener = listening_socket(settings.host, settings.port)  # a taken port fails at once
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler that
+    # was there before it: with the default one the process would die of it. Before uvicorn
+    # runs (while the model loads), SIGTERM ends the process at once, also with status 0.
+    signal.signal(signal.SIGTERM, exit_cleanly)
+    engine = load_engine(settings, run_dir, decode, quantize)
+    app = create_app(engine, run_info(run_dir, settings, decode), settings, decode)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           limit_concurrency=MAX_CONNECTIONS))
+    say(f"serving {run_dir} on {url(listener)} (POST /translate, GET /health, GET /info)")
+    server.run(sockets=[listener])
+
+
+def exit_cleanly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
+               decode: DecodeConfig) -> FastAPI:
+    """The application: its routes, its error answers, and the batching worker it starts."""
+    batcher = Batcher(engine.translate_nbest, decode.batch_size, settings.max_wait_ms / 1000)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        worker = asyncio.create_task(batcher.run())
+        try:
+            yield
+        finally:  # uvicorn gets here once every request it held has been answered
+            worker.cancel()
+            batcher.close()
+
+    app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_exception_handler(ApiError, refused)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
+
+    @app.post("/translate")
+    async def translate(request: Request) -> JSONResponse:
+        query = parse_query(await read_body(request, settings.max_body), settings, decode)
+        found = await batcher.translate(query.lines, query.config, query.nbest)
+        return JSONResponse(translations_json(found, query.nbest))
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return JSONResponse({"status": "ok", **batcher.counts()})
+
+    @app.get("/info")
+    async def run_information() -> JSONResponse:
+        return JSONResponse(info)
+
+    return app
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused (413) as soon as it is known to exceed `max_bytes`."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise ApiError(413, f"the body has {int(declared):,} bytes; at most {max_bytes:,}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise ApiError(413, f"the body exceeds {max_bytes:,} bytes")
+    return bytes(body)
+
+
+async def refused(request: Request, error: ApiError) -> JSONResponse:
+    return JSONResponse({"error": error.message}, status_code=error.status)
+
+
+async def http_error(request: Request, error: HTTPException) -> JSONResponse:
+    """Starlette's own refusals (404 no such path, 405 wrong method) as JSON errors."""
+    message = f"{request.method} {request.url.path[:200]}: {error.detail}"
+    return JSONResponse({"error": message}, status_code=error.status_code,
+                        headers=error.headers)
+
+
+async def internal_error(request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse({"error": f"internal error ({type(error).__name__})"}, status_code=500)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port (port 0: a free one), or a one-line error."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=MAX_CONNECTIONS)
+    except OSError as e:  # taken, not ours, or no such host
+        raise UserError(f"--host {host} --port {port}: cannot listen there "
+                        f"({e.strerror or e})") from None
+
+
+def url(listener: socket.socket) -> str:
+    host, port = listener.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

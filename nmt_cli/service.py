@@ -1,0 +1,202 @@
+"""What `nmt serve` does, apart from the web framework: its settings, the engine that decodes,
+the checks on a request, and the JSON of the answers.
+
+Nothing here imports FastAPI or uvicorn (serve.py does), so the command line can read the
+defaults, and the checks can be tested, without the `serve` extra. A request is hostile until
+checked: its size is bounded before it is parsed, every field is typed and ranged, unknown
+fields are refused, and no request ever names a file the server reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .checkpoint import BEST_WEIGHTS, METRICS_FILE, metrics_records, read_config
+from .config import DecodeConfig, check_choice
+from .errors import UserError
+from .translate import Translation, Translator
+
+# What decodes a served run. Each engine is a loader below; all answer translate_nbest.
+ENGINES = ("torch",)
+REQUEST_FIELDS = ("text", "beam", "nbest")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How the server listens and what it accepts; decoding settings are a DecodeConfig."""
+
+    host: str = "127.0.0.1"  # loopback: reachable from this machine only
+    port: int = 8000  # 0: any free port (the server prints the one it got)
+    engine: str = "torch"
+    max_lines: int = 100  # lines per request
+    max_chars: int = 2000  # characters per line
+    max_beam: int = 16  # the widest beam a request may ask for
+    max_wait_ms: float = 5.0  # how long a batch waits for more requests before decoding
+
+    def __post_init__(self) -> None:
+        check_choice("--engine", self.engine, ENGINES)
+        if not 0 <= self.port <= 65535:
+            raise UserError(f"--port must lie between 0 and 65535 (got {self.port})")
+        for name in ("max_lines", "max_chars", "max_beam"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
+                                f"(got {getattr(self, name)})")
+        if not 0 <= self.max_wait_ms <= 1000:
+            raise UserError(f"--max-wait-ms must lie between 0 and 1000 (got {self.max_wait_ms})")
+
+    @property
+    def max_body(self) -> int:
+        """The largest request body read, in bytes: max_lines lines of max_chars characters,
+        each character written as a 6-byte JSON escape at worst, plus room for the rest."""
+        return self.max_lines * (6 * self.max_chars + 4) + 1024
+
+
+class Engine(Protocol):
+    """What the server needs of a decoder: Translator.translate_nbest."""
+
+    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
+                        nbest: int = 1) -> list[list[Translation]]: ...
+
+
+def load_engine(settings: ServeConfig, run_dir: Path, decode: DecodeConfig,
+                quantize: str) -> Engine:
+    """Load the run into the engine named by --engine."""
+    loaders = {"torch": lambda: Translator.from_run(run_dir, decode.device, quantize=quantize)}
+    return loaders[settings.engine]()
+
+
+def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
+    if decode.beam > settings.max_beam:
+        raise UserError(f"--beam {decode.beam} exceeds --max-beam {settings.max_beam}")
+
+
+class ApiError(Exception):
+    """A request the server refuses: an HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+@dataclass(frozen=True)
+class Query:
+    """A checked POST /translate request."""
+
+    lines: list[str]
+    config: DecodeConfig  # the server's settings with the request's beam
+    nbest: int
+
+
+def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig) -> Query:
+    """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong,
+    413 when it holds more lines, or longer ones, than the limits allow."""
+    request = json_object(body)
+    unknown = sorted(set(request) - set(REQUEST_FIELDS))
+    if unknown:
+        raise ApiError(422, f"unknown field {unknown[0]!r}; the fields are "
+                            f"{', '.join(REQUEST_FIELDS)}")
+    lines = text_lines(request.get("text"), settings)
+    beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
+    nbest = whole_number(request, "nbest", 1, beam, "the beam")
+    return Query(lines, dataclasses.replace(decode, beam=beam), nbest)
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError) as e:  # bad UTF-8 is a ValueError too
+        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise ApiError(400, f"the body is not valid JSON ({reason})") from None
+    if not isinstance(request, dict):
+        raise ApiError(422, 'the body must be a JSON object, e.g. {"text": "Hello."}')
+    return request
+
+
+def text_lines(text: Any, settings: ServeConfig) -> list[str]:
+    """The lines of the "text" field (a string is one line), within the limits."""
+    if isinstance(text, str):
+        text = [text]
+    if not isinstance(text, list) or not all(isinstance(line, str) for line in text):
+        raise ApiError(422, '"text" must be a string or a list of strings')
+    if not text:
+        raise ApiError(422, '"text" is an empty list: give at least one line')
+    if len(text) > settings.max_lines:
+        raise ApiError(413, f'"text" has {len(text):,} lines; at most {settings.max_lines:,} '
+                            "per request")
+    for number, line in enumerate(text, 1):
+        if len(line) > settings.max_chars:
+            raise ApiError(413, f"line {number} has {len(line):,} characters; at most "
+                                f"{settings.max_chars:,} per line")
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate, from a "\ud800" escape
+            raise ApiError(422, f"line {number} is not valid Unicode") from None
+    return text
+
+
+def whole_number(request: dict[str, Any], name: str, default: int, most: int,
+                 limit: str) -> int:
+    value = request.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(422, f'"{name}" must be a whole number')
+    if not 1 <= value <= most:
+        raise ApiError(422, f'"{name}" must lie between 1 and {most} ({limit}); got {value}')
+    return value
+
+
+def translations_json(found: list[list[Translation]], nbest: int) -> dict[str, Any]:
+    """The answer: each line's best translation; with nbest > 1 also its n-best list."""
+    out = []
+    for hypotheses in found:
+        line = hypothesis_json(hypotheses[0])
+        if nbest > 1:
+            line["nbest"] = [hypothesis_json(h) for h in hypotheses]
+        out.append(line)
+    return {"translations": out}
+
+
+def hypothesis_json(hypothesis: Translation) -> dict[str, Any]:
+    return {"text": hypothesis.text, "score": finite(hypothesis.score),
+            "log_prob": finite(hypothesis.log_prob)}
+
+
+def finite(number: float) -> float | None:
+    """JSON has no infinities: null stands for one."""
+    return number if math.isfinite(number) else None
+
+
+def run_info(run_dir: Path, settings: ServeConfig, decode: DecodeConfig) -> dict[str, Any]:
+    """What GET /info tells: the run (by name only: no path of the server's leaves it), its
+    languages and model, its best validation BLEU, and what a request may ask for."""
+    config = read_config(run_dir)[0]
+    return {
+        "run": run_dir.resolve().name, "engine": settings.engine,
+        "source_language": config.data.src_lang, "target_language": config.data.tgt_lang,
+        "architecture": config.model.arch, "parameters": parameter_count(run_dir),
+        "best_val_bleu": best_val_bleu(run_dir),
+        "defaults": {"beam": decode.beam, "nbest": 1},
+        "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
+                   "beam": settings.max_beam},
+    }
+
+
+def parameter_count(run_dir: Path) -> int:
+    """The values in the run's best weights (tied ones once), whatever engine decodes them."""
+    from safetensors import safe_open
+
+    with safe_open(run_dir / BEST_WEIGHTS, framework="pt") as weights:
+        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())
+
+
+def best_val_bleu(run_dir: Path) -> float | None:
+    """The highest validation BLEU in the run's metrics.jsonl; None before any validation."""
+    path = run_dir / METRICS_FILE
+    records = [record for _, record in metrics_records(path)] if path.is_file() else []
+    scores = [r["val_bleu"] for r in records
+              if r.get("kind") == "validate" and isinstance(r.get("val_bleu"), int | float)]
+    return max(scores, default=None)

@@ -1,0 +1,331 @@
+"""`nmt serve` as clients meet it: a real server process on a free loopback port, spoken to
+over HTTP; and the batching worker behind it, on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import nmt_cli
+from nmt_cli import DecodeConfig, Translator, resolve_config
+from nmt_cli.batching import Batcher
+from nmt_cli.cli import app
+from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.translate import Translation
+
+from conftest import read_sample
+
+SHORT = {"max_len_a": 0.0, "max_len_b": 12}  # the module server's outputs: at most 12 tokens
+SHORT_OPTIONS = ["--max-len-a", "0", "--max-len-b", "12"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(small_corpus, tmp_path_factory) -> Path:
+    """A 4-step tiny Transformer; its log gets two validations with BLEU above 0 (a model
+    this small scores 0), so that /info's best BLEU can be told from the others."""
+    config = resolve_config("transformer", settings=[
+        "model.d_model=32", "model.d_ff=64", "model.num_encoder_layers=1",
+        "model.num_decoder_layers=1", "tokenizer.vocab_size=300", "train.validate_every=2",
+        "train.max_steps=4"], options={"data.data_dir": str(small_corpus)})
+    run = Trainer(config, prepare_run_dir(tmp_path_factory.mktemp("serve") / "run"),
+                  lambda event: None).run()
+    with open(run / "metrics.jsonl", "a", encoding="utf-8") as log:
+        for step, bleu in ((6, 12.25), (8, 3.5)):
+            log.write(json.dumps({"kind": "validate", "step": step, "val_loss": 5.0,
+                                  "val_bleu": bleu}) + "\n")
+    return run
+
+
+@pytest.fixture(scope="module")
+def translator(run_dir) -> Translator:
+    return Translator.from_run(run_dir, "cpu")
+
+
+class Server:
+    """`nmt serve RUN --port 0` in a process of its own; `url` once it listens."""
+
+    def __init__(self, run_dir: Path, *options: str):
+        pytest.importorskip("fastapi")
+        pytest.importorskip("uvicorn")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "nmt_cli", "serve", str(run_dir), "--port", "0",
+             "--device", "cpu", *options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.stderr: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self.read_stderr, daemon=True).start()
+        self.url = self.wait_for_url()
+
+    def read_stderr(self) -> None:
+        for line in self.process.stderr:
+            self.stderr.put(line)
+        self.stderr.put(None)
+
+    def wait_for_url(self) -> str:
+        """The address the server prints once it listens (its socket is open from then on,
+        so the first request waits for it rather than failing)."""
+        seen = []
+        while (line := self.stderr.get(timeout=120)) is not None:
+            seen.append(line)
+            if found := re.search(r" on (http://\S+) ", line):
+                return found.group(1)
+        raise AssertionError(f"the server exited with {self.process.wait()}: {''.join(seen)}")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+
+def call(url: str, body: bytes | dict | None = None,
+         method: str | None = None) -> tuple[int, str, dict]:
+    """(status, content type, JSON answer) of one request on a connection of its own."""
+    data = body if isinstance(body, bytes | None) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, answer.headers["Content-Type"], json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], json.loads(e.read())
+
+
+@pytest.fixture(scope="module")
+def server(run_dir):
+    server = Server(run_dir, *SHORT_OPTIONS)
+    yield server
+    assert server.stop() == 0
+
+
+def request_of(i: int, lines: list[str]) -> dict:
+    """Request i of the load: greedy, the server's default beam (5), n-best lists, another
+    beam; every fifth holds three lines."""
+    text = lines[i] if i % 5 else [lines[i], lines[(i + 1) % len(lines)], ""]
+    settings = [{}, {"beam": 1}, {"nbest": 3}, {"beam": 2, "nbest": 2}][i % 4]
+    return {"text": text, **settings}
+
+
+def lines_of(request: dict) -> list[str]:
+    return [request["text"]] if isinstance(request["text"], str) else request["text"]
+
+
+def expected(translator: Translator, requests: list[dict]) -> list[list[list[Translation]]]:
+    """The Translator's n-best lists for each request's lines, with its settings (decoded a
+    group of requests with the same settings at a time: batching does not change them)."""
+    answers: list = [None] * len(requests)
+    for settings in {(r.get("beam", 5), r.get("nbest", 1)) for r in requests}:
+        group = [i for i, r in enumerate(requests) if (r.get("beam", 5), r.get("nbest", 1))
+                 == settings]
+        found = iter(translator.translate_nbest(
+            [line for i in group for line in lines_of(requests[i])],
+            DecodeConfig(beam=settings[0], **SHORT), settings[1]))
+        for i in group:
+            answers[i] = [next(found) for _ in lines_of(requests[i])]
+    return answers
+
+
+def test_concurrent_requests_get_the_translators_own_answers(server, translator):
+    lines = read_sample("test", "en", 200)
+    requests = [request_of(i, lines) for i in range(200)]
+    with ThreadPoolExecutor(20) as clients:  # 20 clients, each sending its next at once
+        answers = list(clients.map(lambda r: call(server.url + "/translate", r), requests))
+    for request, (status, _, answer), wanted in zip(requests, answers,
+                                                    expected(translator, requests)):
+        assert status == 200, answer
+        assert [t["text"] for t in answer["translations"]] == [h[0].text for h in wanted]
+        for line, hypotheses in zip(answer["translations"], wanted):
+            assert line["score"] == pytest.approx(hypotheses[0].score, rel=1e-4, abs=1e-4)
+            if request.get("nbest", 1) > 1:
+                assert [h["text"] for h in line["nbest"]] == [h.text for h in hypotheses]
+            else:
+                assert "nbest" not in line
+    health = call(server.url + "/health")[2]
+    assert health["received"] == health["answered"] >= 200
+    assert health["batches"] < 200  # concurrent requests were decoded together
+
+
+MEGABYTE_LINE = "word " * 200_000
+BAD_REQUESTS = {  # name: (method, path, body, status)
+    "malformed JSON": ("POST", "/translate", b'{"text": "Hello.', 400),
+    "not UTF-8": ("POST", "/translate", b'{"text": "\xff\xfe"}', 400),
+    "nested 100,000 deep": ("POST", "/translate", b"[" * 100_000, 400),
+    "not an object": ("POST", "/translate", ["Hello."], 422),
+    "no text": ("POST", "/translate", {}, 422),
+    "text a number": ("POST", "/translate", {"text": 5}, 422),
+    "text null": ("POST", "/translate", {"text": None}, 422),
+    "a line not a string": ("POST", "/translate", {"text": ["Hello.", 3]}, 422),
+    "nested lists": ("POST", "/translate", {"text": [["Hello."]]}, 422),
+    "empty list": ("POST", "/translate", {"text": []}, 422),
+    "beam a string": ("POST", "/translate", {"text": "Hi.", "beam": "5"}, 422),
+    "beam a float": ("POST", "/translate", {"text": "Hi.", "beam": 2.0}, 422),
+    "beam true": ("POST", "/translate", {"text": "Hi.", "beam": True}, 422),
+    "beam 0": ("POST", "/translate", {"text": "Hi.", "beam": 0}, 422),
+    "beam too wide": ("POST", "/translate", {"text": "Hi.", "beam": 10_000}, 422),
+    "nbest over beam": ("POST", "/translate", {"text": "Hi.", "beam": 2, "nbest": 3}, 422),
+    "unknown field": ("POST", "/translate", {"text": "Hi.", "model": "/etc/passwd"}, 422),
+    "lone surrogate": ("POST", "/translate", b'{"text": "a\\ud800b"}', 422),
+    "10,000 lines": ("POST", "/translate", {"text": ["Hello."] * 10_000}, 413),
+    "a 1 MB line": ("POST", "/translate", {"text": MEGABYTE_LINE}, 413),
+    "GET /translate": ("GET", "/translate", None, 405),
+    "DELETE /health": ("DELETE", "/health", None, 405),
+    "POST /info": ("POST", "/info", {"text": "Hi."}, 405),
+    "no such path": ("GET", "/translate/../../etc/passwd", None, 404),
+    "another path": ("POST", "/v1/translate", {"text": "Hi."}, 404),
+}
+
+
+@pytest.mark.parametrize("name", BAD_REQUESTS)
+def test_bad_requests_get_a_json_error_and_the_server_serves_on(server, name):
+    method, path, body, wanted = BAD_REQUESTS[name]
+    status, content_type, answer = call(server.url + path, body, method)
+    assert (status, content_type) == (wanted, "application/json"), answer
+    assert isinstance(answer["error"], str) and "\n" not in answer["error"]
+    assert call(server.url + "/health")[:2] == (200, "application/json")
+    assert call(server.url + "/translate", {"text": "Hello."})[0] == 200
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
+    """A client that says it will send 100 MB is answered 413 after its first bytes."""
+    host, port = server.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection.putrequest("POST", "/translate")
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(100_000_000))
+    connection.endheaders(b'{"text": "')
+    answer = connection.getresponse()
+    assert answer.status == 413 and "bytes" in json.loads(answer.read())["error"]
+    connection.close()
+    assert call(server.url + "/health")[0] == 200
+
+
+def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
+    status, _, info = call(server.url + "/info")
+    parameters = sum(p.numel() for p in translator.run.model.parameters())
+    assert status == 200
+    assert info["run"] == run_dir.name and "/" not in json.dumps(info)
+    assert (info["source_language"], info["target_language"]) == ("en", "de")
+    assert (info["architecture"], info["parameters"]) == ("transformer", parameters)
+    assert info["best_val_bleu"] == 12.25
+    assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
+
+
+def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator):
+    """Twenty requests of 40 lines (800 sentences of 40 decoder steps each) are accepted,
+    then SIGTERM arrives: each gets its full answer, and the process exits with 0."""
+    server = Server(run_dir, "--max-len-a", "0", "--max-len-b", "40", "--min-len", "40")
+    lines = read_sample("val", "en", 40)
+    try:
+        with ThreadPoolExecutor(20) as clients:
+            sent = [clients.submit(call, server.url + "/translate", {"text": lines, "beam": 2})
+                    for _ in range(20)]
+            deadline = time.monotonic() + 120
+            while call(server.url + "/health")[2]["received"] < 20:  # all accepted
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            server.process.send_signal(signal.SIGTERM)
+            answers = [future.result() for future in sent]
+        assert server.process.wait(timeout=120) == 0
+    finally:
+        server.process.kill()
+    wanted = translator.translate(lines, DecodeConfig(beam=2, max_len_a=0, max_len_b=40,
+                                                      min_len=40))
+    for status, _, answer in answers:
+        assert status == 200, answer
+        assert [t["text"] for t in answer["translations"]] == wanted
+
+
+def test_serve_refuses_other_engines_in_one_line(run_dir):
+    result = CliRunner().invoke(app, ["serve", str(run_dir), "--engine", "ctranslate2"])
+    assert result.exit_code == 1
+    assert result.output.strip() == \
+        "error: --engine must be one of torch (got 'ctranslate2')"
+
+
+def test_serve_without_the_extra_says_how_to_install_it(run_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # import fastapi now fails
+    monkeypatch.delitem(sys.modules, "nmt_cli.serve", raising=False)
+    monkeypatch.delattr(nmt_cli, "serve", raising=False)
+    result = CliRunner().invoke(app, ["serve", str(run_dir)])
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1
+    assert 'pip install "nmt-cli[serve]"' in result.output
+
+
+def test_serve_on_a_taken_port_fails_in_one_line(run_dir):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", str(run_dir), "--port", str(port)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: --host 127.0.0.1 --port {port}: cannot listen")
+
+
+# The batching worker alone, with a decoder that records its calls.
+
+def recording_decoder(calls: list):
+    def decode(lines: list[str], config: DecodeConfig, nbest: int):
+        calls.append((list(lines), config.beam, nbest))
+        if "boom" in lines:
+            raise RuntimeError("this line breaks the decoder")
+        return [[Translation(f"{line}|beam {config.beam}|{rank}", [], 0.0, -rank)
+                 for rank in range(nbest)] for line in lines]
+    return decode
+
+
+def run_batcher(jobs: list[tuple[list[str], int, int]], max_lines: int) -> tuple[list, list]:
+    """Submit (lines, beam, nbest) jobs all at once; return the decoder's calls and each
+    job's answer (or the exception it raised)."""
+    calls: list = []
+
+    async def main():
+        batcher = Batcher(recording_decoder(calls), max_lines, max_wait=0.05)
+        worker = asyncio.create_task(batcher.run())
+        answers = await asyncio.gather(*(batcher.translate(lines, DecodeConfig(beam=beam), nbest)
+                                         for lines, beam, nbest in jobs), return_exceptions=True)
+        worker.cancel()
+        batcher.close()
+        return answers
+
+    return calls, asyncio.run(main())
+
+
+def test_batcher_decodes_only_requests_with_the_same_settings_together():
+    jobs = [([f"line {i}"], 1 + i % 2, 1 + (i % 4 == 1)) for i in range(12)]
+    calls, answers = run_batcher(jobs, max_lines=6)
+    assert sorted(calls) == [([f"line {i}" for i in range(0, 12, 2)], 1, 1),
+                             ([f"line {i}" for i in range(1, 12, 2)], 2, 2)]
+    for (lines, beam, nbest), answer in zip(jobs, answers):  # each its own n-best
+        assert answer == [[Translation(f"{lines[0]}|beam {beam}|{rank}", [], 0.0, -rank)
+                           for rank in range(nbest)]]
+
+
+def test_batcher_fills_batches_up_to_max_lines_in_order():
+    jobs = [(["a", "b", "c"], 1, 1), (["d", "e"], 1, 1), (["f", "g"], 1, 1),
+            ([str(i) for i in range(9)], 1, 1)]
+    calls, answers = run_batcher(jobs, max_lines=6)
+    assert [c[0] for c in calls] == [["a", "b", "c", "d", "e"], ["f", "g"],
+                                     [str(i) for i in range(9)]]
+    assert [[h[0].text.split("|")[0] for h in a] for a in answers] == [j[0] for j in jobs]
+
+
+def test_a_request_that_breaks_the_decoder_fails_alone():
+    calls, answers = run_batcher([(["fine"], 1, 1), (["boom"], 1, 1), (["well"], 1, 1)], 6)
+    assert isinstance(answers[1], RuntimeError)
+    assert answers[0][0][0].text == "fine|beam 1|0" and answers[2][0][0].text == "well|beam 1|0"
+    assert [c[0] for c in calls] == [["fine", "boom", "well"], ["fine"], ["boom"], ["well"]]
