@@ -4,6 +4,9 @@
     spm.model            the tokenizer (spm.src.model + spm.tgt.model when not joint)
     model.safetensors    the best weights by validation BLEU (what translation uses)
     last.safetensors     the weights of the latest step
+    step-N.safetensors   with train.keep_last = K: the weights of the last K validations
+    ema.safetensors      with train.ema_decay: the best EMA weights by validation BLEU
+    ema-last.safetensors ... and the EMA weights of the latest step (averaging.py)
     train_state.pt       everything needed to go on exactly: weights, optimizer moments,
                          schedule, progress (step, epoch, batch) and random states
     metrics.jsonl        one JSON object per logged step or validation
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import warnings
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +43,9 @@ from .tokenizer import Tokenizer
 CONFIG_FILE = "config.json"
 BEST_WEIGHTS = "model.safetensors"
 LAST_WEIGHTS = "last.safetensors"
+EMA_WEIGHTS = "ema.safetensors"
+EMA_LAST_WEIGHTS = "ema-last.safetensors"
+KEPT_WEIGHTS = re.compile(r"step-(\d+)\.safetensors")
 TRAIN_STATE = "train_state.pt"
 METRICS_FILE = "metrics.jsonl"
 
@@ -92,12 +99,13 @@ def save_train_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updater: Updater,
-                  rng: list[dict[str, Any]], best: bool) -> None:
-    """Write the training state (`rng`: each rank's random states), then the latest weights,
-    and the best ones too when `best`. Each file is replaced whole, so a crash between two of
-    them leaves a resumable run."""
+                  rng: list[dict[str, Any]], best: bool, extra: dict[str, Any] | None = None
+                  ) -> None:
+    """Write the training state (`rng`: each rank's random states; `extra`: more of it), then
+    the latest weights, and the best ones too when `best`. Each file is replaced whole, so a
+    crash between two of them leaves a resumable run."""
     save_train_state(run_dir / TRAIN_STATE, {"progress": progress, "model": model.state_dict(),
-                                             **updater.state_dict(), "rng": rng})
+                                             **updater.state_dict(), "rng": rng, **(extra or {})})
     save_weights(model, run_dir / LAST_WEIGHTS)
     if best:
         save_weights(model, run_dir / BEST_WEIGHTS)
@@ -106,7 +114,8 @@ def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updat
 def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updater: Updater,
                      progress_type: type, world: World) -> Any:
     """Load a training state into the model, the updater and this rank's random generators,
-    and cut the log back to the saved step; returns the saved progress as a `progress_type`."""
+    and cut the log and the kept weights back to the saved step; returns the saved progress as
+    a `progress_type`."""
     try:
         model.load_state_dict(state["model"])
         updater.load_state_dict(state)
@@ -117,7 +126,20 @@ def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updat
                         f"({type(e).__name__})") from None
     if world.is_main:
         truncate_metrics(run_dir, progress.step)
+        for step, path in kept_weights(run_dir):  # kept by a later save that crashed
+            if step > progress.step:
+                path.unlink()
     return progress
+
+
+def kept_name(step: int) -> str:
+    return f"step-{step:06d}.safetensors"
+
+
+def kept_weights(run_dir: Path) -> list[tuple[int, Path]]:
+    """The weights kept at validations (train.keep_last), as (step, path), oldest first."""
+    found = [(KEPT_WEIGHTS.fullmatch(p.name), p) for p in Path(run_dir).glob("step-*.safetensors")]
+    return sorted((int(match.group(1)), p) for match, p in found if match)
 
 
 def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> tuple[Config, dict[str, Any]]:

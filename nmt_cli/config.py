@@ -91,6 +91,14 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
     accum: int = 1  # batches per update (gradient accumulation)
     compile: bool = False  # torch.compile the model (worth it on GPUs)
+    # Keep the weights of the last K validations as step-N.safetensors, for `nmt average`; 0: off
+    keep_last: int = 0
+    # EMA of the weights (e.g. 0.999; warmed up in the first steps, see averaging.py), updated
+    # after each taken step, in float32; validated beside the weights and saved as
+    # ema.safetensors (the best by BLEU) and ema-last.safetensors.
+    # model.safetensors, early stopping and the plateau schedule follow the trained weights
+    # alone; `nmt average RUN --ema` makes the EMA a run directory of its own. 0: off
+    ema_decay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -160,8 +168,9 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
                 "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
                 "train.validate_every", "train.max_bad_steps", "train.accum")
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
-                "train.warmup_steps", "train.weight_decay", "train.clip_norm")
-PROBABILITIES = ("model.dropout", "train.label_smoothing")
+                "train.warmup_steps", "train.weight_decay", "train.clip_norm",
+                "train.keep_last")
+PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay")  # in [0, 1)
 LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
 
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
@@ -312,8 +321,10 @@ def command_line_overrides(settings: list[str] | None,
     return {**parse_set(settings or []), **given}
 
 
+# What a resumed run may change. train.keep_last only says which files stay; train.ema_decay
+# is fixed, since the average of the steps so far depends on it.
 RESUMABLE = (*LIMITS, "train.device", "train.precision", "train.accum", "train.compile",
-             "train.validate_every", "train.patience")  # what a resumed run may change
+             "train.validate_every", "train.patience", "train.keep_last")
 
 
 def resume_config(config: Config, overrides: dict[str, Any]) -> Config:

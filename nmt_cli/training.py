@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import checkpoint, distributed
+from . import averaging, checkpoint, distributed
 from .checkpoint import new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
@@ -36,7 +36,6 @@ from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
-from .validation import validate
 from .word_vectors import initialise_embeddings
 
 
@@ -63,6 +62,7 @@ class Trainer:
         if state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, self.tokenizer, config.model):
                 self.emit(info(message))
+        self.averages = averaging.Averages(self.model, config.train, state)  # before compiling
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
         if config.train.compile and not compile_features(self.model):
             self.emit(info("train.compile: the GRU runs eagerly (its loop breaks graphs)"))
@@ -78,8 +78,7 @@ class Trainer:
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         generator = torch.Generator().manual_seed(self.config.train.seed * 100_003 + epoch)
-        return token_batches(*self.train_data.lengths(), self.config.train.batch_tokens,
-                             generator)
+        return token_batches(*self.train_data.lengths(), self.config.train.batch_tokens, generator)
 
     def train_step(self, batches: list[np.ndarray]) -> tuple[float, int]:
         """One update on `batches` (train.accum of them per rank); returns the mean loss per
@@ -118,8 +117,8 @@ class Trainer:
         if not self.world.is_main:
             return
         try:
-            checkpoint.save_training(self.run_dir, asdict(self.progress), self.model,
-                                     self.updater, rng, best)
+            self.averages.save_training(self.run_dir, asdict(self.progress), self.model,
+                                        self.updater, rng, best)
         except OSError as e:
             self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
                        f"a checkpoint ({e.strerror or e}); the previous one is kept"})
@@ -133,7 +132,7 @@ class Trainer:
         best weights are kept."""
         outputs = self.run_dir / "valid" / f"step-{self.progress.step:06d}.txt"
         metrics, samples = self.world.from_main(
-            validate(self.model, self.corpus, self.config.train, self.device, outputs)
+            self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs)
             if self.world.is_main else None)
         improved = self.progress.count_validation(metrics["val_bleu"])
         self.updater.validated(metrics["val_bleu"])
@@ -193,6 +192,7 @@ class Trainer:
         training (the last good state is kept). True when the update was taken."""
         p = self.progress
         if p.count_step(loss, overflow=self.last_step is Step.OVERFLOW):
+            self.averages.update(self.model)
             return True
         self.write_metrics({"kind": "skipped", "step": p.step, "skipped_steps": p.skipped_steps,
                             "reason": self.last_step.value})

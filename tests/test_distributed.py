@@ -17,7 +17,7 @@ STEPS = 6
 SETTINGS = {"model.d_model": 32, "model.num_heads": 4, "model.num_encoder_layers": 1,
             "model.num_decoder_layers": 1, "model.d_ff": 64, "model.dropout": 0.0,
             "tokenizer.vocab_size": 300, "train.batch_tokens": 700, "train.warmup_steps": 3,
-            "train.validate_every": 4}
+            "train.validate_every": 4, "train.ema_decay": 0.9, "train.keep_last": 1}
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +64,11 @@ def records(run_dir: Path, kind: str) -> list[dict]:
 
 def test_two_processes_learn_what_one_process_learns_on_the_same_batches(single, pair):
     run_dir, _ = pair
-    one, two = load_file(single / "last.safetensors"), load_file(run_dir / "last.safetensors")
-    assert one.keys() == two.keys()
-    worst = max((one[k] - two[k]).abs().max().item() for k in one)
-    assert worst < 1e-5
+    for name in ("last.safetensors", "ema-last.safetensors", "step-000006.safetensors"):
+        one, two = load_file(single / name), load_file(run_dir / name)
+        assert one.keys() == two.keys()
+        worst = max((one[k] - two[k]).abs().max().item() for k in one)
+        assert worst < 1e-5, name
     assert records(single, "step")[0]["step"] == 1
     losses = [(r["step"], r["loss"]) for r in records(single, "step")]
     pair_losses = [(r["step"], r["loss"]) for r in records(run_dir, "step")]

@@ -127,6 +127,10 @@ class TrainingDisplay:
             mark = " (best)" if event["best"] else ""
             say(f"step {event['step']}: val loss {event['val_loss']:.3f}  "
                 f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+            if "ema_val_bleu" in event:
+                mark = " (best)" if event["ema_best"] else ""
+                say(f"step {event['step']} EMA: val loss {event['ema_val_loss']:.3f}  "
+                    f"ppl {event['ema_val_ppl']:.2f}  BLEU {event['ema_val_bleu']:.2f}{mark}")
             for sample in event.get("samples", []):
                 say(f"  source     {sample['source']}\n  reference  {sample['reference']}\n"
                     f"  output     {sample['output']}", highlight=False, markup=False)

@@ -1,0 +1,253 @@
+"""Averages of weights: checkpoints kept for `nmt average`, and an exponential moving average.
+
+Late in training the optimizer wanders around a good region rather than settling in it; the
+mean of several points of that walk tends to sit nearer its middle and often translates
+better than any one of them, at no cost to the model's size or speed.
+
+    train.keep_last = K  each validation's weights stay as step-N.safetensors, the latest K of
+                         them; `average_run` writes a run directory holding their mean.
+    train.ema_decay = d  after each update taken, ema = d_n ema + (1 - d_n) weights in float32,
+                         where d_n = min(d, (1 + n) / (10 + n)) after n updates, so that the
+                         random weights of the first steps fade in tens of steps, not in
+                         1 / (1 - d). It is validated beside the weights and saved as
+                         ema-last.safetensors, and as ema.safetensors when its BLEU is the best
+                         yet (the rule of the trained weights). The trained weights alone pick
+                         model.safetensors and drive early stopping and the plateau schedule:
+                         with EMA on, training goes exactly as it would without it.
+
+The EMA is part of the training state, so a resumed run continues it exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from . import checkpoint
+from .config import TrainConfig
+from .corpus import TrainingCorpus
+from .errors import UserError
+from .files import atomic_write, atomic_write_bytes, atomic_write_text
+from .models import Seq2Seq
+from .optim import Updater
+from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE
+from .validation import validate
+
+AVERAGE_FILE = "average.json"  # in an averaged run directory: what was averaged
+
+
+def ema_decay_at(decay: float, updates: int) -> float:
+    """The decay of the update that follows `updates` others."""
+    return min(decay, (1 + updates) / (10 + updates))
+
+
+def ema_copy(model: Seq2Seq) -> Seq2Seq:
+    """A float32 copy of `model` to hold the average, outside autograd. Made before the model
+    is compiled (compile_features puts a compiled function on the instance, which a copy would
+    share). cuDNN wants a GRU's weights in one flat buffer, which a copy does not inherit."""
+    average = copy.deepcopy(model).float().eval().requires_grad_(False)
+    for module in average.modules():
+        if isinstance(module, torch.nn.RNNBase):
+            module.flatten_parameters()
+    return average
+
+
+class Averages:
+    """What a run keeps beside its weights: the last `train.keep_last` validations' weights and
+    the EMA (None when train.ema_decay is 0). It wraps validation and saving, so the training
+    loop calls `update` after each update taken and needs to know nothing else."""
+
+    def __init__(self, model: Seq2Seq, t: TrainConfig, state: dict[str, Any] | None = None):
+        """Made before `model` is compiled; `state`: the training state of a resumed run."""
+        self.keep_last, self.decay = t.keep_last, t.ema_decay
+        self.ema = ema_copy(model) if self.decay else None
+        self.updates, self.best_bleu = 0, -1.0
+        self.improved = False  # the EMA's BLEU was the best yet at the latest validation
+        if self.ema is not None and state is not None:
+            self.load_state_dict(state)
+
+    @torch.no_grad()
+    def update(self, model: Seq2Seq) -> None:
+        """Move the average toward `model`'s weights, after an update was taken."""
+        if self.ema is None:
+            return
+        weight = 1.0 - ema_decay_at(self.decay, self.updates)
+        current = [p.detach().float() for p in model.parameters()]
+        torch._foreach_lerp_(list(self.ema.parameters()), current, weight)  # one launch on CUDA
+        self.updates += 1
+
+    def validate(self, model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
+                 device: torch.device, outputs: Path) -> tuple[dict[str, Any], list[dict]]:
+        """validation.validate of `model`, then of the EMA (its translations beside, in
+        ema-step-N.txt): its scores join the others as ema_val_loss, ema_val_ppl, ema_val_bleu
+        and ema_best (its BLEU is the best yet)."""
+        metrics, samples = validate(model, corpus, t, device, outputs)
+        if self.ema is None:
+            return metrics, samples
+        scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"))
+        self.improved = scores["val_bleu"] > self.best_bleu  # TrainingProgress.count_validation
+        self.best_bleu = max(self.best_bleu, scores["val_bleu"])
+        return {**metrics, **{f"ema_{k}": v for k, v in scores.items()},
+                "ema_best": self.improved}, samples
+
+    def save_training(self, run_dir: Path, progress: dict[str, Any], model: Seq2Seq,
+                      updater: Updater, rng: list[dict[str, Any]], best: bool) -> None:
+        """checkpoint.save_training with the EMA in the training state and its weights beside.
+        A save at a validation keeps the weights as step-N.safetensors, before the state (after
+        a crash between the two, the resumed run writes that file again), and deletes the
+        oldest beyond train.keep_last once all is written."""
+        step = progress["step"]
+        kept = self.keep_last > 0 and progress["validated_at"] == step
+        if kept:
+            checkpoint.save_weights(model, run_dir / checkpoint.kept_name(step))
+        extra = {"ema": self.state_dict()} if self.ema is not None else {}
+        checkpoint.save_training(run_dir, progress, model, updater, rng, best, extra)
+        if self.ema is not None:
+            checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_LAST_WEIGHTS)
+            if self.improved and progress["validated_at"] == step:
+                checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_WEIGHTS)
+        if kept:
+            for _, path in checkpoint.kept_weights(run_dir)[:-self.keep_last]:
+                path.unlink()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"weights": self.ema.state_dict(), "updates": self.updates,
+                "best_bleu": self.best_bleu}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        try:
+            ema = state["ema"]
+            self.ema.load_state_dict(ema["weights"])
+            self.updates, self.best_bleu = int(ema["updates"]), float(ema["best_bleu"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise UserError(f"{checkpoint.TRAIN_STATE}: its EMA weights do not match this run "
+                            f"({type(e).__name__})") from None
+
+
+def average_run(run_dir: Path, output: Path | None = None, last: int | None = None,
+                best: int | None = None, ema: bool = False) -> tuple[Path, list[Path]]:
+    """Write a run directory whose weights are the mean of some of `run_dir`'s kept ones: the
+    `last` K, the `best` K by validation BLEU (neither: all kept), or with `ema` its best EMA
+    weights. Config and tokenizer are copied, so every command takes it. Returns the new
+    directory (default: RUN-lastK, RUN-bestK, RUN-ema) and the files averaged."""
+    run_dir = Path(run_dir)
+    check_selection(last, best, ema)
+    checkpoint.read_config(run_dir)  # a one-line error if this is no run directory
+    sources = [ema_weights(run_dir)] if ema else choose_checkpoints(run_dir, last, best)
+    label = "ema" if ema else f"best{best}" if best else f"last{len(sources)}"
+    output = Path(output) if output else run_dir.with_name(f"{run_dir.name}-{label}")
+    weights = mean_weights(sources)
+    created = make_output_dir(output)
+    try:
+        for name in (checkpoint.CONFIG_FILE, JOINT_FILE, SRC_FILE, TGT_FILE):
+            if (run_dir / name).is_file():
+                atomic_write_bytes(output / name, (run_dir / name).read_bytes())
+        atomic_write(output / checkpoint.BEST_WEIGHTS,
+                     lambda tmp: save_file(weights, tmp, metadata={"format": "pt"}))
+        atomic_write_text(output / AVERAGE_FILE, json.dumps(
+            {"run": str(run_dir.resolve()), "weights": [p.name for p in sources]}) + "\n")
+    except BaseException:
+        if created:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
+    return output, sources
+
+
+def check_selection(last: int | None, best: int | None, ema: bool) -> None:
+    given = [name for name, chosen in (("--last", last is not None), ("--best", best is not None),
+                                       ("--ema", ema)) if chosen]
+    if len(given) > 1:
+        raise UserError(f"{' and '.join(given)} exclude each other; give one")
+    for name, count in (("--last", last), ("--best", best)):
+        if count is not None and count < 1:
+            raise UserError(f"{name} must be at least 1 (got {count})")
+
+
+def ema_weights(run_dir: Path) -> Path:
+    path = run_dir / checkpoint.EMA_WEIGHTS
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no {checkpoint.EMA_WEIGHTS}; train with "
+                        "--set train.ema_decay=0.999 to keep an average of the weights")
+    return path
+
+
+def choose_checkpoints(run_dir: Path, last: int | None, best: int | None) -> list[Path]:
+    """The kept weights to average, oldest first: the last `last`, the `best` with the highest
+    validation BLEU (ties: the earlier), or all of them."""
+    kept = checkpoint.kept_weights(run_dir)
+    if not kept:
+        raise UserError(f"{run_dir}: no kept checkpoints (step-N.safetensors); train with "
+                        "--set train.keep_last=K to keep the last K")
+    bleu = validation_bleu(run_dir) if best else {}
+    if best:
+        kept = [(step, path) for step, path in kept if step in bleu]
+    wanted = best or last or len(kept)
+    if len(kept) < wanted:
+        option, which = ("--best", " with a validation BLEU") if best else ("--last", "")
+        raise UserError(f"{run_dir}: {option} {wanted} asks for {wanted} checkpoints, but only "
+                        f"{len(kept)} are kept{which} (train.keep_last sets how many)")
+    if best:
+        kept = sorted(sorted(kept, key=lambda item: (-bleu[item[0]], item[0]))[:best])
+    return [path for _, path in kept[-wanted:]]
+
+
+def validation_bleu(run_dir: Path) -> dict[int, float]:
+    """Validation BLEU by step, from the run's metrics.jsonl."""
+    path = run_dir / checkpoint.METRICS_FILE
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no {checkpoint.METRICS_FILE} to rank checkpoints by BLEU")
+    return {r["step"]: r["val_bleu"] for _, r in checkpoint.metrics_records(path)
+            if r.get("kind") == "validate" and "step" in r and "val_bleu" in r}
+
+
+def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of the weights files `paths`, one tensor at a time, summed in
+    float64 and returned in each tensor's own type: the mean of identical weights is those
+    weights, and that of two float32 tensors is exact (then rounded once)."""
+    with ExitStack() as stack:
+        files = [stack.enter_context(open_weights(path)) for path in paths]
+        names = sorted(files[0].keys())
+        for path, f in zip(paths[1:], files[1:]):
+            if sorted(f.keys()) != names:
+                raise UserError(f"{path}: holds other tensors than {paths[0]}")
+        mean = {}
+        for name in names:
+            tensors = [f.get_tensor(name) for f in files]
+            for path, tensor in zip(paths[1:], tensors[1:]):
+                if tensor.shape != tensors[0].shape:
+                    raise UserError(f"{path}: {name} has shape {list(tensor.shape)}, not "
+                                    f"{list(tensors[0].shape)} as in {paths[0]}")
+            if not tensors[0].is_floating_point():
+                mean[name] = tensors[0]
+                continue
+            total = sum((t.double() for t in tensors[1:]), tensors[0].double())
+            mean[name] = (total / len(tensors)).to(tensors[0].dtype)
+    return mean
+
+
+def open_weights(path: Path):
+    try:
+        return safe_open(path, framework="pt")
+    except (SafetensorError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{path}: unreadable weights ({first})") from None
+
+
+def make_output_dir(output: Path) -> bool:
+    """Create `output`, refusing one that holds files; True when it did not exist before."""
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise UserError(f"-o {output}: already holds files; choose a new directory")
+    created = not output.exists()
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"-o {output}: cannot create directory ({e.strerror})") from None
+    return created
