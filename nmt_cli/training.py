@@ -55,9 +55,8 @@ class Trainer:
         self.batches = BatchLoader(self.train_data, self.device)
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, self.tokenizer)
-        self.model = build_model(config.model, self.tokenizer.src_vocab_size,
-                                 self.tokenizer.tgt_vocab_size, self.tokenizer.joint
-                                 ).to(self.device)
+        vocab = self.tokenizer.src_vocab_size, self.tokenizer.tgt_vocab_size, self.tokenizer.joint
+        self.model = build_model(config.model, *vocab).to(self.device)
         fast_kernels(self.device)
         if state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, self.tokenizer, config.model):
@@ -155,13 +154,15 @@ class Trainer:
         return self.run_dir
 
     def loop(self, received: list[int]) -> None:
-        p, t = self.progress, self.config.train
-        speed = TokenRate()
+        p, t, speed = self.progress, self.config.train, TokenRate()
         if p.at_start:
             self.save(best=False)  # from here on, a stopped run can always be resumed
+        elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
+            return  # it was stopped at a step due for validation: that validation comes first
         started = time.monotonic() - p.train_time
         per_update = t.accum * self.world.size
-        for update, epoch_fraction in p.updates(self.epoch_batches, per_update, t, self.prefetch):
+        prefetch = lambda update: self.batches.prefetch(self.world.share(update)[0])  # noqa: E731
+        for update, epoch_fraction in p.updates(self.epoch_batches, per_update, t, prefetch):
             loss, tokens = self.train_step(update)
             p.train_time = time.monotonic() - started
             if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
@@ -173,19 +174,19 @@ class Trainer:
             if received:
                 self.save(best=False)
                 return
-            if taken and p.step % t.validate_every == 0:
-                self.validate_and_save()
-                if p.out_of_patience(t):
-                    self.emit(info(f"early stopping: no better BLEU in {t.patience} validations"))
-                    return
+            if taken and p.step % t.validate_every == 0 and self.validate():
+                return
             if p.limit_reached(t):
                 break
         if p.validated_at != p.step:
             self.validate_and_save()
 
-    def prefetch(self, update: list[np.ndarray]) -> None:
-        """Start building this rank's batches of the next update (on CUDA)."""
-        self.batches.prefetch(self.world.share(update)[0])
+    def validate(self) -> bool:
+        """Validate and save; True when patience has run out (early stopping)."""
+        self.validate_and_save()
+        if stop := self.progress.out_of_patience(t := self.config.train):
+            self.emit(info(f"early stopping: no better BLEU in {t.patience} validations"))
+        return stop
 
     def count_step(self, loss: float) -> bool:
         """Count a step; a skipped one is logged, and too many NaN/inf ones in a row end

@@ -60,23 +60,33 @@ def reference(corpus, tmp_path_factory) -> Path:
     return run_dir
 
 
-def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, reference, tmp_path):
+def validations(run_dir: Path) -> list[tuple[int, float, float]]:
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return [(r["step"], r["val_loss"], r["val_bleu"]) for r in records if r["kind"] == "validate"]
+
+
+@pytest.mark.parametrize("stop_at", [11, 16])  # 16: a step due for validation (every 8)
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, reference, tmp_path,
+                                                                  stop_at):
     run_dir = prepare_run_dir(tmp_path / "run")
 
-    def interrupt_at_step_11(event):
-        if event["kind"] == "step" and event["step"] == 11:
+    def interrupt(event):
+        if event["kind"] == "step" and event["step"] == stop_at:
             signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C
 
     with pytest.raises(TrainingInterrupted) as stopped:
-        Trainer(tiny_config(corpus, 30), run_dir, interrupt_at_step_11).run()
-    assert stopped.value.step == 11 and stopped.value.signum == signal.SIGINT
+        Trainer(tiny_config(corpus, 30), run_dir, interrupt).run()
+    assert stopped.value.step == stop_at and stopped.value.signum == signal.SIGINT
     assert "nmt train --resume" in str(stopped.value)
     state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
-    assert state["progress"]["step"] == 11 and state["progress"]["batch_in_epoch"] > 0
+    assert state["progress"]["step"] == stop_at and state["progress"]["batch_in_epoch"] > 0
     resume(run_dir)
     assert len(step_losses(reference)) == 30
     assert step_losses(run_dir) == step_losses(reference)  # bitwise equal floats
+    assert [s for s, _, _ in validations(reference)] == [8, 16, 24, 30]
+    assert validations(run_dir) == validations(reference)
     assert same_weights(run_dir / "last.safetensors", reference / "last.safetensors")
+    assert same_weights(run_dir / "model.safetensors", reference / "model.safetensors")
 
 
 def nmt(*args: str) -> subprocess.Popen:
