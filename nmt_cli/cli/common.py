@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..config import ARCHS, DEVICES, PRECISIONS, QUANTIZATIONS, DecodeConfig
 from ..datasets import CORPORA
@@ -42,12 +43,12 @@ def user_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except UserError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        except UserError as e:  # escaped: brackets, as in "nmt-cli[ct2]", are not markup
+            err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
-            err.print(f"[red]error:[/red] {where}{e.strerror or e}", highlight=False,
-                      soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(where + str(e.strerror or e))}",
+                      highlight=False, soft_wrap=True)
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(130) from None
