@@ -28,6 +28,13 @@ def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
     return (a * src_lengths.float() + b).long().clamp(min=1)
 
 
+def output_limits(src: torch.Tensor, config: DecodeConfig, max_positions: int) -> torch.Tensor:
+    """Each sentence's output length limit (batch,): a * |src| + b, raised to min_len, cut
+    to the positions the model has."""
+    limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
+    return limits.clamp(min=config.min_len).clamp(max=max_positions)
+
+
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT length penalty ((5 + length) / 6) ** alpha; log-probabilities are divided by it."""
     return ((5.0 + length) / 6.0) ** alpha
@@ -245,8 +252,7 @@ def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
     """The `nbest` best hypotheses of each sentence of a padded source batch, best first;
     at most config.beam (greedy search, beam 1, gives a 1-best list)."""
     check_nbest(nbest, config.beam)
-    limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
-    limits = limits.clamp(min=config.min_len).clamp(max=model.max_positions)
+    limits = output_limits(src, config, model.max_positions)
     if config.beam <= 1:
         return greedy_search_nbest(model, src, limits, config.min_len, config.alpha)
     found = beam_search_nbest(model, src, limits, config.beam, config.alpha, config.min_len)
