@@ -15,7 +15,7 @@ from .._version import __version__
 from .common import app
 
 # Each module registers its commands on `app` as it is imported, in the order of `nmt --help`.
-for _module in ("training", "decoding", "inspect", "compare", "vectors", "data"):
+for _module in ("training", "decoding", "inspect", "compare", "vectors", "data", "export"):
     importlib.import_module(f".{_module}", __name__)
 
 __all__ = ["app"]
