@@ -5,8 +5,12 @@ SentencePiece model(s) and nmt-export.json. `CTranslate2Translator.from_dir(path
 `Engine` (translate.py): lines in, n-best lists of `Translation`s out, encoded and
 detokenized by the same functions as PyTorch's engine. It searches as nmt's own search does:
 
-- the same output limit per sentence (a × source length + b, at least min_len): CTranslate2
-  takes one limit per call, so sentences are decoded in groups of equal limit;
+- the same output limit per sentence (a × source length + b, at least min_len). CTranslate2
+  takes one limit per batch: a batch is decoded under its longest limit, and a sentence whose
+  search ran up to its own limit decoded again under it. The others found what their own
+  limit would have given: a search changes only at the limit's last step, and the longest
+  hypothesis returned (<eos> counted) tells the step the search ended at, since fewer than
+  `beam` hypotheses had finished before that step, so one of those returned finished at it;
 - <pad> and <sos> are never produced, nor <eos> before min_len;
 - beam search finishes a sentence once `beam` hypotheses have ended, as nmt's does, and the
   hypotheses are then ranked by nmt's GNMT penalty, log P / ((5 + length) / 6) ** alpha.
@@ -121,20 +125,32 @@ class CTranslate2Translator(Engine):
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig) -> list[list[Hypothesis]]:
         """Each source's `beam` hypotheses ranked as nmt ranks them (none for an empty
-        source), decoded in groups of sentences with the same output limit."""
+        source). Sentences are decoded in nmt's batches, sorted by length, under the longest
+        output limit of the batch; one whose search reached its own, shorter limit is decoded
+        again under that limit, with the others of that limit."""
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
-        rows = [i for i, ids in enumerate(src_ids) if ids]
-        limits = output_limits(source_tensor([src_ids[i] for i in rows]), config,
-                               self.max_positions).tolist() if rows else []
-        groups: dict[int, list[int]] = {}
-        for row, limit in sorted(zip(rows, limits), key=lambda r: len(src_ids[r[0]])):
-            groups.setdefault(limit, []).append(row)
-        for limit, group in groups.items():
-            sources = [self.tokenizer.src.id_to_piece(src_ids[i]) for i in group]
-            results = self.translator.translate_batch(sources, **self.options(config, limit))
-            for i, result in zip(group, results):
+        rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        limits = dict(zip(rows, output_limits(source_tensor([src_ids[i] for i in rows]), config,
+                                              self.max_positions).tolist() if rows else []))
+        again: dict[int, list[int]] = {}
+        for start in range(0, len(rows), config.batch_size):
+            batch = rows[start : start + config.batch_size]
+            longest = max(limits[i] for i in batch)
+            for i, result in zip(batch, self.decode(src_ids, batch, config, longest)):
+                if limits[i] < longest and max(map(len, result.hypotheses)) >= limits[i]:
+                    again.setdefault(limits[i], []).append(i)
+                else:
+                    found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
+        for limit, group in again.items():
+            for i, result in zip(group, self.decode(src_ids, group, config, limit)):
                 found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
         return found
+
+    def decode(self, src_ids: list[list[int]], rows: list[int], config: DecodeConfig,
+               limit: int) -> list:
+        """CTranslate2's results for the sources `rows`, outputs at most `limit` long."""
+        sources = [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows]
+        return self.translator.translate_batch(sources, **self.options(config, limit))
 
     def options(self, config: DecodeConfig, limit: int) -> dict:
         """translate_batch's options for one group of sentences whose output limit is `limit`."""
