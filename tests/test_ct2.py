@@ -129,9 +129,10 @@ def test_translate_and_eval_with_either_engine(cli_run, tmp_path):
     assert [r[:2] + r[4:] for r in ct2_rows] == [r[:2] + r[4:] for r in torch_rows]
     assert [float(x) for r in ct2_rows for x in r[2:4]] == pytest.approx(
         [float(x) for r in torch_rows for x in r[2:4]], abs=2e-3)
-    scores = set()
-    for engine in ("torch", "ctranslate2"):
-        result = invoke("eval", "--engine", engine, "--run", str(cli_run), "--json")
+    scores = set()  # the run's test split, whichever engine and directory
+    for engine, run in (("torch", cli_run), ("ctranslate2", cli_run),
+                        ("ctranslate2", cli_run / "ctranslate2")):
+        result = invoke("eval", "--engine", engine, "--run", str(run), "--json")
         assert result.exit_code == 0, result.output
         scores.add(result.stdout.split('"scores"')[1])
     assert len(scores) == 1
