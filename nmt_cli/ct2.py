@@ -6,11 +6,13 @@ SentencePiece model(s) and nmt-export.json. `CTranslate2Translator.from_dir(path
 detokenized by the same functions as PyTorch's engine. It searches as nmt's own search does:
 
 - the same output limit per sentence (a × source length + b, at least min_len). CTranslate2
-  takes one limit per batch: a batch is decoded under its longest limit, and a sentence whose
-  search ran up to its own limit decoded again under it. The others found what their own
-  limit would have given: a search changes only at the limit's last step, and the longest
-  hypothesis returned (<eos> counted) tells the step the search ended at, since fewer than
-  `beam` hypotheses had finished before that step, so one of those returned finished at it;
+  takes one limit per batch, so a batch is decoded under its longest limit. Greedy search
+  stops each sentence at its own (a callback after each token). After a beam search, a
+  sentence whose search ran up to its own limit is decoded again under it; the others found
+  what their own limit would have given: a search changes only at the limit's last step,
+  and the longest hypothesis returned (<eos> counted) tells the step the search ended at
+  (fewer than `beam` hypotheses had finished before that step, so one returned finished
+  at it);
 - <pad> and <sos> are never produced, nor <eos> before min_len;
 - beam search finishes a sentence once `beam` hypotheses have ended, as nmt's does, and the
   hypotheses are then ranked by nmt's GNMT penalty, log P / ((5 + length) / 6) ** alpha.
@@ -32,9 +34,8 @@ from pathlib import Path
 import torch
 
 from .config import DecodeConfig
-from .data import source_tensor
 from .errors import UserError
-from .search import Hypothesis, check_nbest, finished, output_limits
+from .search import Hypothesis, check_nbest, finished, output_limit
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
 from .translate import Engine, Translation, detokenize, encode_source
@@ -125,32 +126,38 @@ class CTranslate2Translator(Engine):
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig) -> list[list[Hypothesis]]:
         """Each source's `beam` hypotheses ranked as nmt ranks them (none for an empty
-        source). Sentences are decoded in nmt's batches, sorted by length, under the longest
-        output limit of the batch; one whose search reached its own, shorter limit is decoded
-        again under that limit, with the others of that limit."""
+        source). Sentences are decoded in nmt's batches, sorted by length (see decode); after
+        a beam search, one that reached its own limit, shorter than the batch's, is decoded
+        again under it, with the others of that limit."""
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
         rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
-        limits = dict(zip(rows, output_limits(source_tensor([src_ids[i] for i in rows]), config,
-                                              self.max_positions).tolist() if rows else []))
+        limits = {i: output_limit(len(src_ids[i]), config, self.max_positions) for i in rows}
         again: dict[int, list[int]] = {}
         for start in range(0, len(rows), config.batch_size):
             batch = rows[start : start + config.batch_size]
             longest = max(limits[i] for i in batch)
-            for i, result in zip(batch, self.decode(src_ids, batch, config, longest)):
-                if limits[i] < longest and max(map(len, result.hypotheses)) >= limits[i]:
+            for i, result in zip(batch, self.decode(src_ids, batch, config, limits)):
+                if (config.beam > 1 and limits[i] < longest
+                        and max(map(len, result.hypotheses)) >= limits[i]):
                     again.setdefault(limits[i], []).append(i)
                 else:
                     found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
-        for limit, group in again.items():
-            for i, result in zip(group, self.decode(src_ids, group, config, limit)):
+        for group in again.values():
+            for i, result in zip(group, self.decode(src_ids, group, config, limits)):
                 found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
         return found
 
     def decode(self, src_ids: list[list[int]], rows: list[int], config: DecodeConfig,
-               limit: int) -> list:
-        """CTranslate2's results for the sources `rows`, outputs at most `limit` long."""
+               limits: dict[int, int]) -> list:
+        """CTranslate2's results for the sources `rows` under the longest of their output
+        limits. Greedy search stops each sentence at its own: CTranslate2 calls back after
+        every token it picks, and ends the sentence when the call says so."""
         sources = [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows]
-        return self.translator.translate_batch(sources, **self.options(config, limit))
+        own = [limits[i] for i in rows]
+        options = self.options(config, max(own))
+        if config.beam == 1:
+            options["callback"] = lambda step: step.step + 1 >= own[step.batch_id]
+        return self.translator.translate_batch(sources, **options)
 
     def options(self, config: DecodeConfig, limit: int) -> dict:
         """translate_batch's options for one group of sentences whose output limit is `limit`."""

@@ -75,10 +75,13 @@ def test_every_token_gets_the_same_log_probability(exported):
         assert result.log_probs == pytest.approx(expected.tolist(), abs=2e-4)
 
 
+TIGHT = {"max_len_a": 0.5, "max_len_b": 2, "min_len": 3, "batch_size": 7}  # limits bite
+
+
 @pytest.mark.parametrize("config", [DecodeConfig(beam=1), DecodeConfig(beam=5),
-                                    DecodeConfig(beam=4, alpha=0.0, max_len_a=0.5,
-                                                 max_len_b=2, min_len=3, batch_size=7)],
-                         ids=["greedy", "beam5", "beam4-limits"])
+                                    DecodeConfig(beam=1, **TIGHT),
+                                    DecodeConfig(beam=4, alpha=0.0, **TIGHT)],
+                         ids=["greedy", "beam5", "greedy-limits", "beam4-limits"])
 def test_ctranslate2_finds_nmts_translations(exported, config):
     nmt, ct2 = exported
     ours = nmt.translate_nbest(TEST, config, nbest=config.beam)
