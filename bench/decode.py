@@ -8,6 +8,8 @@ whatever their weights. The weights are untrained: the work does not depend on t
 
 Each figure is sentences per second of a whole `translate` command (start-up and model loading
 included), and of the decoding alone (the time of the same command on one sentence subtracted).
+Where CTranslate2 is installed (the ct2 extra), the row "nmt-ct2 transformer" is nmt's
+Transformer exported to it (`nmt export`) and run by `nmt translate --engine ctranslate2`.
 
     python -m bench.decode [--quick] [--no-joeynmt] [--data DIR] [--json FILE]
 """
@@ -15,6 +17,7 @@ included), and of the decoding alone (the time of the same command on one senten
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import subprocess
 import sys
@@ -75,10 +78,22 @@ def nmt_run(family: str, corpus: Path) -> Path:
     return run_dir
 
 
-def nmt_command(run_dir: Path):
+def nmt_command(run_dir: Path, engine: str = "torch"):
     return lambda beam: [sys.executable, "-m", "nmt_cli", "translate", "--run", str(run_dir),
-                         "--device", "cpu", "--beam", str(beam), "--batch-size", "64",
-                         "--min-len", str(STEPS), "--max-len-a", "0", "--max-len-b", str(STEPS)]
+                         "--engine", engine, "--device", "cpu", "--beam", str(beam),
+                         "--batch-size", "64", "--min-len", str(STEPS), "--max-len-a", "0",
+                         "--max-len-b", str(STEPS)]
+
+
+def ctranslate2_export(run_dir: Path) -> Path | None:
+    """The run exported to CTranslate2 in float32 (RUN/ctranslate2), or None without the
+    ct2 extra."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        print("CTranslate2 is not installed: no nmt-ct2 row", file=sys.stderr)
+        return None
+    subprocess.run([sys.executable, "-m", "nmt_cli", "export", str(run_dir), "--format",
+                    "ctranslate2", "--force"], check=True, capture_output=True, cwd=ROOT)
+    return run_dir / "ctranslate2"
 
 
 def joeynmt_translate(python: Path, files: dict[str, Path], family: str):
@@ -124,12 +139,16 @@ def main() -> None:
         python, files = setup_joeynmt(corpus)
     for family in JOEYNMT_CONFIGS:
         print(f"decoding {len(lines)} sentences: {family}", file=sys.stderr, flush=True)
-        results[f"nmt {family}"] = measure(nmt_command(nmt_run(family, corpus)), inputs,
-                                           len(lines))
+        run_dir = nmt_run(family, corpus)
+        results[f"nmt {family}"] = measure(nmt_command(run_dir), inputs, len(lines))
+        export = ctranslate2_export(run_dir) if family == "transformer" else None
+        if export is not None:
+            results[f"nmt-ct2 {family}"] = measure(nmt_command(export, "ctranslate2"), inputs,
+                                                   len(lines))
         if not args.no_joeynmt:
             results[f"joeynmt {family}"] = measure(joeynmt_translate(python, files, family),
                                                    inputs, len(lines))
-        for name in (f"nmt {family}", f"joeynmt {family}"):
+        for name in (f"nmt {family}", f"nmt-ct2 {family}", f"joeynmt {family}"):
             if name in results:
                 print(name, json.dumps(results[name]), file=sys.stderr)
     print_table(results, len(lines))

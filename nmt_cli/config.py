@@ -29,6 +29,9 @@ SCHEDULES = ("inverse_sqrt", "constant", "plateau")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 QUANTIZATIONS = ("none", "int8")
+ENGINES = ("torch", "ctranslate2")  # who decodes: nmt's own search, or a CTranslate2 export
+EXPORT_FORMATS = ("ctranslate2",)
+EXPORT_QUANTIZATIONS = ("float32", "int8", "int8_float32", "float16")  # CTranslate2 weight types
 
 
 @dataclass(frozen=True)

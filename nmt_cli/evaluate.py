@@ -17,7 +17,7 @@ from .config import DecodeConfig
 from .data import corpus_dir, find_split_file, read_lines, read_parallel
 from .errors import UserError
 from .files import atomic_write_text
-from .translate import Translator
+from .translate import load_engine
 
 SCORERS = {
     "bleu": lambda lowercase: BLEU(lowercase=lowercase),
@@ -69,16 +69,17 @@ class Evaluation:
 
 def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None,
                  decode: DecodeConfig | None = None, metrics: tuple[str, ...] = ("bleu",),
-                 lowercase: bool = False, quantize: str = "none") -> Evaluation:
+                 lowercase: bool = False, quantize: str = "none",
+                 engine: str = "torch") -> Evaluation:
     """Translate `src` with a trained run and score the output against `ref`. Without them,
-    the test split of the corpus the run was trained on."""
+    the test split of the corpus the run was trained on. `engine`: see load_engine."""
     if (src is None) != (ref is None):
         raise UserError("--src and --ref go together")
-    if src is None or ref is None:
-        src, ref = test_files_of_run(Path(run_dir))
     decode = decode or DecodeConfig()
+    translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision)
+    if src is None or ref is None:
+        src, ref = test_files_of_run(translator.run_dir)
     text = read_parallel(src, ref)
-    translator = Translator.from_run(run_dir, decode.device, quantize=quantize)
     hypotheses = translator.translate(text.src, decode)
     return Evaluation(f"{run_dir} on {src}", str(ref), len(text.tgt),
                       evaluate(hypotheses, text.tgt, metrics, lowercase),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .config import DecodeConfig
@@ -21,11 +22,33 @@ from .models.base import Seq2Seq
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 
 
+def length_limit(src_length: int, a: float, b: int) -> int:
+    """The output length limit a * src_length + b (at least 1), computed in float32 and cut
+    to an integer, as it was computed on tensors: the same limit on every engine."""
+    return max(int(np.float32(a) * np.float32(src_length) + np.float32(b)), 1)
+
+
+def output_limit(src_length: int, config: DecodeConfig, max_positions: int) -> int:
+    """A sentence's output length limit: a * |src| + b, raised to min_len, cut to the
+    positions the model has. Plain Python: CTranslate2's engine needs no PyTorch kernels."""
+    limit = length_limit(src_length, config.max_len_a, config.max_len_b)
+    return min(max(limit, config.min_len), max_positions)
+
+
+def source_lengths(src: torch.Tensor) -> list[int]:
+    """|src| of each sentence of a padded batch: its tokens without the final <eos>."""
+    return ((src != PAD_ID).sum(1) - 1).tolist()
+
+
 def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
-    """Per-sentence output length limit a * |src| + b (at least 1): (batch,).
-    |src| counts source tokens without the final <eos>."""
-    src_lengths = (src != PAD_ID).sum(1) - 1
-    return (a * src_lengths.float() + b).long().clamp(min=1)
+    """Per-sentence output length limit a * |src| + b (at least 1): (batch,)."""
+    return torch.tensor([length_limit(n, a, b) for n in source_lengths(src)], device=src.device)
+
+
+def output_limits(src: torch.Tensor, config: DecodeConfig, max_positions: int) -> torch.Tensor:
+    """Each sentence's output_limit: (batch,)."""
+    return torch.tensor([output_limit(n, config, max_positions) for n in source_lengths(src)],
+                        device=src.device)
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -245,8 +268,7 @@ def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
     """The `nbest` best hypotheses of each sentence of a padded source batch, best first;
     at most config.beam (greedy search, beam 1, gives a 1-best list)."""
     check_nbest(nbest, config.beam)
-    limits = max_output_lengths(src, config.max_len_a, config.max_len_b)
-    limits = limits.clamp(min=config.min_len).clamp(max=model.max_positions)
+    limits = output_limits(src, config, model.max_positions)
     if config.beam <= 1:
         return greedy_search_nbest(model, src, limits, config.min_len, config.alpha)
     found = beam_search_nbest(model, src, limits, config.beam, config.alpha, config.min_len)

@@ -31,14 +31,14 @@ from .config import DecodeConfig
 from .errors import UserError
 from .service import (
     ApiError,
-    Engine,
     ServeConfig,
     check_settings,
-    load_engine,
+    load_served,
     parse_query,
     run_info,
     translations_json,
 )
+from .translate import Engine
 
 MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
 
@@ -52,8 +52,9 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     # was there before it: with the default one the process would die of it. Before uvicorn
     # runs (while the model loads), SIGTERM ends the process at once, also with status 0.
     signal.signal(signal.SIGTERM, exit_cleanly)
-    engine = load_engine(settings, run_dir, decode, quantize)
-    app = create_app(engine, run_info(run_dir, settings, decode), settings, decode)
+    engine = load_served(settings, run_dir, decode, quantize)
+    info = run_info(run_dir, engine.run_dir, settings, decode)
+    app = create_app(engine, info, settings, decode)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))
     say(f"serving {run_dir} on {url(listener)} (POST /translate, GET /health, GET /info)")

@@ -14,15 +14,13 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .checkpoint import BEST_WEIGHTS, METRICS_FILE, metrics_records, read_config
-from .config import DecodeConfig, check_choice
+from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
+from .config import ENGINES, DecodeConfig, check_choice
 from .errors import UserError
-from .translate import Translation, Translator
+from .translate import Engine, Translation, load_engine
 
-# What decodes a served run. Each engine is a loader below; all answer translate_nbest.
-ENGINES = ("torch",)
 REQUEST_FIELDS = ("text", "beam", "nbest")
 
 
@@ -56,18 +54,11 @@ class ServeConfig:
         return self.max_lines * (6 * self.max_chars + 4) + 1024
 
 
-class Engine(Protocol):
-    """What the server needs of a decoder: Translator.translate_nbest."""
-
-    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1) -> list[list[Translation]]: ...
-
-
-def load_engine(settings: ServeConfig, run_dir: Path, decode: DecodeConfig,
+def load_served(settings: ServeConfig, run_dir: Path, decode: DecodeConfig,
                 quantize: str) -> Engine:
-    """Load the run into the engine named by --engine."""
-    loaders = {"torch": lambda: Translator.from_run(run_dir, decode.device, quantize=quantize)}
-    return loaders[settings.engine]()
+    """The engine named by --engine, as `nmt translate --engine` loads it: a run, or for
+    ctranslate2 a run's export or an export directory."""
+    return load_engine(settings.engine, run_dir, decode.device, quantize, decode.precision)
 
 
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
@@ -170,15 +161,20 @@ def finite(number: float) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def run_info(run_dir: Path, settings: ServeConfig, decode: DecodeConfig) -> dict[str, Any]:
+def run_info(run_dir: Path, source: Path, settings: ServeConfig,
+             decode: DecodeConfig) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it), its
-    languages and model, its best validation BLEU, and what a request may ask for."""
-    config = read_config(run_dir)[0]
+    languages and model, its best validation BLEU, and what a request may ask for. `source`
+    is the run the weights were trained in (an export's run, which may not be at hand: its
+    fields are then null)."""
+    config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
     return {
         "run": run_dir.resolve().name, "engine": settings.engine,
-        "source_language": config.data.src_lang, "target_language": config.data.tgt_lang,
-        "architecture": config.model.arch, "parameters": parameter_count(run_dir),
-        "best_val_bleu": best_val_bleu(run_dir),
+        "source_language": config.data.src_lang if config else None,
+        "target_language": config.data.tgt_lang if config else None,
+        "architecture": config.model.arch if config else None,
+        "parameters": parameter_count(source) if config else None,
+        "best_val_bleu": best_val_bleu(source),
         "defaults": {"beam": decode.beam, "nbest": 1},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "beam": settings.max_beam},

@@ -1,5 +1,9 @@
 """Translation with a trained run: `Translator.from_run(path).translate(lines)`, and n-best
-lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`."""
+lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`.
+
+`Engine` is what every decoder offers (PyTorch's search here, CTranslate2 in ct2.py): n-best
+lists of `Translation`s for a list of lines, and streams of them. Both engines encode and
+detokenize through the functions here, so a line reads the same pieces whichever decodes it."""
 
 from __future__ import annotations
 
@@ -14,13 +18,14 @@ import torch
 from torch import nn
 
 from .checkpoint import BEST_WEIGHTS, Run, load_run
-from .config import QUANTIZATIONS, DecodeConfig, check_choice
+from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
 from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .errors import UserError
 from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, translate_nbest
 from .special_tokens import EOS_ID, SOS_ID
+from .tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,51 @@ class Translation:
     attention: Attention | None = None
 
 
-class Translator:
+class Engine:
+    """A decoder behind one interface: `translate_nbest` is all an engine defines.
+    `run_dir` is the run it translates with (its test split is what `nmt eval` scores)."""
+
+    run_dir: Path
+
+    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
+                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
+        """The `nbest` best translations of each input line, best first."""
+        raise NotImplementedError
+
+    def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
+        """One translation per input line, in order; blank lines give empty strings."""
+        return [hyps[0].text for hyps in self.translate_nbest(lines, config)]
+
+    def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
+                         chunk_size: int = 1000) -> Iterator[str]:
+        """Translate a stream chunk by chunk, so memory does not grow with its length."""
+        for chunk in chunks(lines, chunk_size):
+            yield from self.translate(chunk, config)
+
+    def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
+                               nbest: int = 1, attention: bool = False,
+                               chunk_size: int = 1000) -> Iterator[tuple[str, list[Translation]]]:
+        """(input line, its n-best list) for each line of a stream, chunk by chunk."""
+        for chunk in chunks(lines, chunk_size):
+            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention))
+
+
+def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",
+                precision: str = "auto") -> Engine:
+    """The engine that decodes a run: "torch" (nmt's search on the run's weights) or
+    "ctranslate2" (its CTranslate2 export: run_dir itself or run_dir/ctranslate2)."""
+    check_choice("--engine", engine, ENGINES)
+    if engine == "ctranslate2":
+        from .ct2 import CTranslate2Translator  # the optional ct2 extra
+
+        return CTranslate2Translator.from_dir(run_dir, device, precision, quantize)
+    return Translator.from_run(run_dir, device, quantize=quantize)
+
+
+class Translator(Engine):
     def __init__(self, run: Run, device: torch.device,
                  warn: Callable[[str], None] | None = None):
-        self.run, self.device = run, device
+        self.run, self.device, self.run_dir = run, device, run.path
         fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
@@ -71,10 +117,6 @@ class Translator:
         fast_kernels(self.device)
         self.run = dataclasses.replace(self.run, model=self.run.model.to(self.device))
 
-    def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
-        """One translation per input line, in order; blank lines give empty strings."""
-        return [hyps[0].text for hyps in self.translate_nbest(lines, config)]
-
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each input line (at most config.beam), best
@@ -93,42 +135,41 @@ class Translator:
 
     def encode(self, lines: list[str]) -> list[list[int]]:
         """Source ids per line (blank lines give none), cut to what the model can position."""
-        src_ids = [ids if line.strip() else []
-                   for line, ids in zip(lines, self.run.tokenizer.encode_src(lines))]
-        longest = self.run.model.max_positions - 1  # room for <eos>
-        for ids in src_ids:
-            if len(ids) > longest:
-                self.warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
-        return [ids[:longest] for ids in src_ids]
+        return encode_source(self.run.tokenizer, lines, self.run.model.max_positions, self.warn)
 
     def translations(self, src_ids: list[int], hypotheses: list[Hypothesis],
                      weights: list[torch.Tensor] | None) -> list[Translation]:
-        """Detokenize one line's hypotheses; label their attention weights with pieces."""
-        if not hypotheses:
-            return [Translation("", [], 0.0, 0.0)]
-        tokenizer = self.run.tokenizer
-        texts = tokenizer.decode_tgt([h.tokens for h in hypotheses])
-        source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
-        out = []
-        for i, (h, text) in enumerate(zip(hypotheses, texts)):
-            pieces = tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID])
-            attention = None if weights is None else Attention(
-                source, pieces[: len(weights[i])], weights[i].tolist())
-            out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention))
-        return out
+        return detokenize(self.run.tokenizer, src_ids, hypotheses, weights)
 
-    def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
-                         chunk_size: int = 1000) -> Iterator[str]:
-        """Translate a stream chunk by chunk, so memory does not grow with its length."""
-        for chunk in chunks(lines, chunk_size):
-            yield from self.translate(chunk, config)
 
-    def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
-                               nbest: int = 1, attention: bool = False,
-                               chunk_size: int = 1000) -> Iterator[tuple[str, list[Translation]]]:
-        """(input line, its n-best list) for each line of a stream, chunk by chunk."""
-        for chunk in chunks(lines, chunk_size):
-            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention))
+def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
+                  warn: Callable[[str], None]) -> list[list[int]]:
+    """Source ids per line (blank lines give none), cut to `max_positions` - 1 tokens: room
+    for the <eos> every source ends with."""
+    src_ids = [ids if line.strip() else []
+               for line, ids in zip(lines, tokenizer.encode_src(lines))]
+    longest = max_positions - 1
+    for ids in src_ids:
+        if len(ids) > longest:
+            warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
+    return [ids[:longest] for ids in src_ids]
+
+
+def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypothesis],
+               weights: list[torch.Tensor] | None = None) -> list[Translation]:
+    """One line's hypotheses as text and pieces, their attention weights (if any) labelled
+    with pieces; a line without hypotheses (a blank one) gives one empty translation."""
+    if not hypotheses:
+        return [Translation("", [], 0.0, 0.0)]
+    texts = tokenizer.decode_tgt([h.tokens for h in hypotheses])
+    source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
+    out = []
+    for i, (h, text) in enumerate(zip(hypotheses, texts)):
+        pieces = tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID])
+        attention = None if weights is None else Attention(
+            source, pieces[: len(weights[i])], weights[i].tolist())
+        out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention))
+    return out
 
 
 def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:

@@ -57,3 +57,25 @@ def test_serve_benchmark_runs_end_to_end(multi30k_layout, small_corpus, tmp_path
     assert "| beam 1 |" in result.stdout and "3 clients" in result.stdout
     figures = json.loads(out.read_text())["results"]["beam 1"]
     assert figures["clients"]["sentences"] == 12 and figures["ratio"] > 0
+
+
+@pytest.mark.slow
+def test_ctranslate2_benchmark_runs_end_to_end(multi30k_layout, tmp_path):
+    pytest.importorskip("ctranslate2")
+    run = tmp_path / "run"
+    nmt_train = [sys.executable, "-m", "nmt_cli", "train", "--data", str(multi30k_layout),
+                 "--run", str(run), "--max-steps", "3", "--set", "model.d_model=32",
+                 "--set", "model.d_ff=64", "--set", "tokenizer.vocab_size=300"]
+    assert subprocess.run(nmt_train, cwd=ROOT, capture_output=True, timeout=300).returncode == 0
+    out = tmp_path / "ct2.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.ct2", "--run", str(run), "--data", str(multi30k_layout),
+         "--quick", "--repeats", "1", "--out", str(tmp_path / "exports"), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| ctranslate2 float32 |" in result.stdout
+    figures = json.loads(out.read_text())["results"]
+    assert set(figures) == {"nmt torch", "ctranslate2 float32", "ctranslate2 int8"}
+    for search in ("greedy", "beam5"):
+        assert figures["ctranslate2 float32"][search]["sentences"] == 40
+        assert figures["ctranslate2 float32"][search]["same_as_nmt"] >= 39

@@ -11,6 +11,7 @@ from nmt_cli.models.base import DecoderState, Seq2Seq
 from nmt_cli.search import (
     beam_search,
     greedy_search,
+    length_limit,
     max_output_lengths,
     search,
     translate_ids,
@@ -28,6 +29,17 @@ def test_beam_size_one_equals_greedy():
         limits = max_output_lengths(src, 1.0, 5)
         assert beam_search(model, src, limits, beam_size=1, alpha=1.0) == greedy_search(
             model, src, limits)
+
+
+def test_the_length_limit_is_computed_as_on_float32_tensors():
+    """The limit a * |src| + b is the same wherever it is computed: in float32, as a tensor
+    computes it (0.7 * 90 is 62.99999... in float64, 63 in float32)."""
+    lengths = torch.arange(0, 300)
+    for a in (0.0, 0.5, 0.7, 1.1, 1.3, 1.5, 2.3):
+        for b in (-3, 0, 2, 10):
+            on_tensors = (a * lengths.float() + b).long().clamp(min=1).tolist()
+            assert [length_limit(n, a, b) for n in range(300)] == on_tensors
+    assert length_limit(90, 0.7, 0) == 63
 
 
 def test_outputs_respect_the_length_limit_and_hold_no_special_tokens():

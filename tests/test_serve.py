@@ -250,10 +250,19 @@ def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator
 
 
 def test_serve_refuses_other_engines_in_one_line(run_dir):
-    result = CliRunner().invoke(app, ["serve", str(run_dir), "--engine", "ctranslate2"])
+    result = CliRunner().invoke(app, ["serve", str(run_dir), "--engine", "onnx"])
     assert result.exit_code == 1
     assert result.output.strip() == \
-        "error: --engine must be one of torch (got 'ctranslate2')"
+        "error: --engine must be one of torch, ctranslate2 (got 'onnx')"
+
+
+def test_serve_ctranslate2_without_an_export_says_how_to_make_one(run_dir):
+    pytest.importorskip("ctranslate2")
+    result = CliRunner().invoke(app, ["serve", str(run_dir), "--engine", "ctranslate2",
+                                      "--port", "0"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert result.output.startswith(f"error: {run_dir}: no CTranslate2 export")
+    assert "nmt export" in result.output
 
 
 def test_serve_without_the_extra_says_how_to_install_it(run_dir, monkeypatch):

@@ -16,7 +16,7 @@ from .common import app
 
 # Each module registers its commands on `app` as it is imported, in the order of `nmt --help`.
 for _module in ("training", "average", "decoding", "inspect", "compare", "vectors", "data",
-                "serving"):
+                "export", "serving"):
     importlib.import_module(f".{_module}", __name__)
 
 __all__ = ["app"]

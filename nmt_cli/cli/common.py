@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..config import ARCHS, DEVICES, PRECISIONS, QUANTIZATIONS, DecodeConfig
+from ..config import ARCHS, DEVICES, ENGINES, PRECISIONS, QUANTIZATIONS, DecodeConfig
 from ..datasets import CORPORA
 from ..errors import UserError
 
@@ -31,6 +31,7 @@ def choices(name: str, values: tuple[str, ...]) -> type[Enum]:
 Arch, Device, Precision = choices("Arch", ARCHS), choices("Device", DEVICES), choices(
     "Precision", PRECISIONS)
 Quantize, Corpus = choices("Quantize", QUANTIZATIONS), choices("Corpus", CORPORA)
+EngineName = choices("EngineName", ENGINES)
 
 
 def value(choice: Enum | None) -> str | None:
@@ -43,12 +44,12 @@ def user_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except UserError as e:
+        except UserError as e:  # escaped: brackets, as in "nmt-cli[ct2]", are not markup
             err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
-            err.print(f"[red]error:[/red] {escape(f'{where}{e.strerror or e}')}", highlight=False,
-                      soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(where + str(e.strerror or e))}",
+                      highlight=False, soft_wrap=True)
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(130) from None
@@ -98,5 +99,9 @@ def with_decode_options(command):
 
 RunOption = Annotated[Path | None, typer.Option(
     "--run", help="Run directory (default: the most recent run under runs/).")]
+EngineOption = Annotated[EngineName, typer.Option(
+    help="torch: nmt's own search; ctranslate2: the run's CTranslate2 export (`nmt export`), "
+         "--run naming the run or the export directory.")]
+TORCH = EngineName("torch")
 
 

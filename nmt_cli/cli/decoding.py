@@ -25,8 +25,17 @@ from ..evaluate import (
     save_translations,
 )
 from ..search import check_nbest
-from ..translate import Translation, Translator
-from .common import RunOption, app, choices, err, user_errors, with_decode_options
+from ..translate import Translation, load_engine
+from .common import (
+    TORCH,
+    EngineOption,
+    RunOption,
+    app,
+    choices,
+    err,
+    user_errors,
+    with_decode_options,
+)
 
 OutputFormat = choices("OutputFormat", ("text", "tsv", "jsonl"))
 TEXT = OutputFormat("text")
@@ -52,13 +61,15 @@ def translate(
                          "text; jsonl: an object per input line.")] = TEXT,
     attention: Annotated[bool, typer.Option(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
+    engine: EngineOption = TORCH,
 ):
     """Translate text, a file, or stdin (one line out for each line in; with --nbest K,
     K hypotheses per line)."""
     check_nbest(nbest, decode.beam)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
-    translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
+    translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
+                             decode.precision)
     if text is not None:
         lines = iter(text.splitlines() or [""])
     elif input_file is not None:
@@ -125,6 +136,7 @@ def eval_command(
         "--by-length", help="BLEU per source length: 1-10, 11-20, 21-30, 31+ words.")] = False,
     picture: Annotated[Path | None, typer.Option(
         "--output", "-o", help="With --by-length: draw it into this PNG file.")] = None,
+    engine: EngineOption = TORCH,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -143,7 +155,8 @@ def eval_command(
     if hyp:
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
-        result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize)
+        result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize,
+                              engine.value)
     if save_hyp:
         save_translations(result, save_hyp)
     buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None

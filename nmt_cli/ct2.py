@@ -1,0 +1,180 @@
+"""Decoding with CTranslate2: the `ctranslate2` engine of `nmt translate` and `nmt eval`.
+
+An export (ct2_export.py) holds a CTranslate2 model whose token ids are nmt's, the
+SentencePiece model(s) and nmt-export.json. `CTranslate2Translator.from_dir(path)` gives an
+`Engine` (translate.py): lines in, n-best lists of `Translation`s out, encoded and
+detokenized by the same functions as PyTorch's engine. It searches as nmt's own search does:
+
+- the same output limit per sentence (a × source length + b, at least min_len). CTranslate2
+  takes one limit per batch, so a batch is decoded under its longest limit. Greedy search
+  stops each sentence at its own (a callback after each token). After a beam search, a
+  sentence whose search ran up to its own limit is decoded again under it; the others found
+  what their own limit would have given: a search changes only at the limit's last step,
+  and the longest hypothesis returned (<eos> counted) tells the step the search ended at
+  (fewer than `beam` hypotheses had finished before that step, so one returned finished
+  at it);
+- <pad> and <sos> are never produced, nor <eos> before min_len;
+- beam search finishes a sentence once `beam` hypotheses have ended, as nmt's does, and the
+  hypotheses are then ranked by nmt's GNMT penalty, log P / ((5 + length) / 6) ** alpha.
+  CTranslate2 divides by length ** penalty instead; it is given a tiny penalty (RANK_PENALTY,
+  nonzero so that it waits for `beam` finished hypotheses rather than stopping at the first),
+  its scores are turned back into log P, and nmt's penalty applied to them.
+
+Options it cannot honour (--attention, --device mps) are one-line errors. Without the `ct2`
+extra, `import_ctranslate2` says in one line how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .config import DecodeConfig
+from .errors import UserError
+from .search import Hypothesis, check_nbest, finished, output_limit
+from .special_tokens import EOS_ID, PAD_ID, SOS_ID
+from .tokenizer import Tokenizer
+from .translate import Engine, Translation, detokenize, encode_source
+
+INSTALL_HINT = 'CTranslate2 is not installed; install it with: pip install "nmt-cli[ct2]"'
+EXPORT_FILE = "nmt-export.json"  # marks an nmt export; its default place is RUN/ctranslate2
+EXPORT_DIR = "ctranslate2"
+RANK_PENALTY = 1e-3  # CTranslate2's length penalty exponent: ranks by about log P, never 0
+COMPUTE_TYPES = {"auto": "default", "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def import_ctranslate2():
+    """The ctranslate2 module, or a one-line error saying how to install it."""
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(INSTALL_HINT) from None
+    return ctranslate2
+
+
+def find_export(path: Path) -> Path:
+    """An export directory: `path` itself, or the ctranslate2/ folder of a run directory."""
+    path = Path(path)
+    for candidate in (path, path / EXPORT_DIR):
+        if (candidate / EXPORT_FILE).is_file():
+            return candidate
+    raise UserError(f"{path}: no CTranslate2 export (nor in {path / EXPORT_DIR}); make one "
+                    f"with `nmt export {path} --format ctranslate2`")
+
+
+def read_export(path: Path) -> tuple[Path, int]:
+    """The run an export came from and the positions its model has."""
+    file = path / EXPORT_FILE
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+        return Path(meta["run"]), int(meta["max_positions"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
+
+
+def compute_type(precision: str, quantize: str) -> str:
+    """CTranslate2's compute type for nmt's --precision and --quantize: auto keeps the type
+    the model was exported in."""
+    return "int8" if quantize == "int8" else COMPUTE_TYPES[precision]
+
+
+class CTranslate2Translator(Engine):
+    """An export loaded into a `ctranslate2.Translator`."""
+
+    def __init__(self, translator, tokenizer: Tokenizer, max_positions: int, run_dir: Path,
+                 warn: Callable[[str], None] | None = None):
+        self.translator, self.tokenizer, self.max_positions = translator, tokenizer, max_positions
+        self.run_dir = run_dir  # the run it was exported from
+        self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
+        piece = tokenizer.tgt.id_to_piece
+        self.eos, self.never = piece(EOS_ID), [[piece(PAD_ID)], [piece(SOS_ID)]]
+
+    @classmethod
+    def from_dir(cls, path: Path | str, device: str = "auto", precision: str = "auto",
+                 quantize: str = "none", threads: int = 0) -> CTranslate2Translator:
+        """Load an export (or a run directory's ctranslate2/ export) onto `device` (auto:
+        CUDA if CTranslate2 sees a GPU, else the CPU) with `threads` CPU threads (0: as
+        many as PyTorch uses)."""
+        ctranslate2 = import_ctranslate2()
+        if device == "mps":
+            raise UserError("--device mps: CTranslate2 runs on cpu or cuda only")
+        path = find_export(path)
+        run_dir, max_positions = read_export(path)
+        try:
+            translator = ctranslate2.Translator(
+                str(path), device=device, compute_type=compute_type(precision, quantize),
+                intra_threads=threads or torch.get_num_threads())
+        except (ValueError, RuntimeError) as e:
+            raise UserError(f"{path}: cannot load the CTranslate2 model ({e})") from None
+        return cls(translator, Tokenizer.load(path), max_positions, run_dir)
+
+    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
+                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
+        """The `nbest` best translations of each line (at most config.beam), best first."""
+        config = config or DecodeConfig()
+        check_nbest(nbest, config.beam)
+        if attention:
+            raise UserError("--attention: the ctranslate2 engine gives no attention weights; "
+                            "use --engine torch")
+        src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn)
+        found = self.search(src_ids, config)
+        return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
+
+    def search(self, src_ids: list[list[int]], config: DecodeConfig) -> list[list[Hypothesis]]:
+        """Each source's `beam` hypotheses ranked as nmt ranks them (none for an empty
+        source). Sentences are decoded in nmt's batches, sorted by length (see decode); after
+        a beam search, one that reached its own limit, shorter than the batch's, is decoded
+        again under it, with the others of that limit."""
+        found: list[list[Hypothesis]] = [[] for _ in src_ids]
+        rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        limits = {i: output_limit(len(src_ids[i]), config, self.max_positions) for i in rows}
+        again: dict[int, list[int]] = {}
+        for start in range(0, len(rows), config.batch_size):
+            batch = rows[start : start + config.batch_size]
+            longest = max(limits[i] for i in batch)
+            for i, result in zip(batch, self.decode(src_ids, batch, config, limits)):
+                if (config.beam > 1 and limits[i] < longest
+                        and max(map(len, result.hypotheses)) >= limits[i]):
+                    again.setdefault(limits[i], []).append(i)
+                else:
+                    found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
+        for group in again.values():
+            for i, result in zip(group, self.decode(src_ids, group, config, limits)):
+                found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
+        return found
+
+    def decode(self, src_ids: list[list[int]], rows: list[int], config: DecodeConfig,
+               limits: dict[int, int]) -> list:
+        """CTranslate2's results for the sources `rows` under the longest of their output
+        limits. Greedy search stops each sentence at its own: CTranslate2 calls back after
+        every token it picks, and ends the sentence when the call says so."""
+        sources = [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows]
+        own = [limits[i] for i in rows]
+        options = self.options(config, max(own))
+        if config.beam == 1:
+            options["callback"] = lambda step: step.step + 1 >= own[step.batch_id]
+        return self.translator.translate_batch(sources, **options)
+
+    def options(self, config: DecodeConfig, limit: int) -> dict:
+        """translate_batch's options for one group of sentences whose output limit is `limit`."""
+        return {"beam_size": config.beam, "num_hypotheses": config.beam,
+                "length_penalty": RANK_PENALTY, "max_batch_size": config.batch_size,
+                "max_input_length": 0, "max_decoding_length": limit,
+                "min_decoding_length": min(config.min_len, limit),
+                "suppress_sequences": self.never, "return_scores": True,
+                "return_end_token": True}
+
+    def ranked(self, hypotheses: list[list[str]], scores: list[float],
+               alpha: float) -> list[Hypothesis]:
+        """CTranslate2's hypotheses (<eos> kept where they ended with it) as nmt's, best first.
+        Its score is log P / length ** RANK_PENALTY over the tokens scored, <eos> included."""
+        out = []
+        for pieces, score in zip(hypotheses, scores):
+            ended = bool(pieces) and pieces[-1] == self.eos
+            tokens = self.tokenizer.tgt.piece_to_id(pieces[:-1] if ended else pieces)
+            out.append(finished(tokens, score * len(pieces) ** RANK_PENALTY, ended, alpha))
+        return sorted(out, key=lambda h: h.score, reverse=True)

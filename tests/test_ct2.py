@@ -1,0 +1,204 @@
+"""Export to CTranslate2: the exported model scores every token as nmt's model does, and
+CTranslate2's search finds nmt's translations (greedy and beam, n-best lists and scores), for
+pre- and post-norm, tied and separate embeddings, joint and separate vocabularies; and
+`nmt export` / `nmt translate --engine ctranslate2` as a user runs them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from test_cli import invoke, one_line_error
+
+from nmt_cli.config import DecodeConfig, apply_overrides, preset
+from nmt_cli.special_tokens import EOS_ID, SOS_ID
+from nmt_cli.training import train
+from nmt_cli.translate import Translator
+
+from conftest import read_sample, write_corpus
+
+TEST = read_sample("test", "en")  # the sample corpus's 200 test sentences
+
+TINY = {"model.d_model": 32, "model.d_ff": 64, "model.num_heads": 4, "model.dropout": 0.0,
+        "model.num_encoder_layers": 2, "model.num_decoder_layers": 1,
+        "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.lr": 3e-3,
+        "train.warmup_steps": 30, "train.max_steps": 120, "train.validate_every": 120}
+VARIANTS = {  # pre/post-norm, output layer tied or not, one vocabulary or two
+    "prenorm-tied-joint": {"model.norm_first": True},
+    "postnorm-untied": {"model.norm_first": False, "model.tie_embeddings": False},
+    "prenorm-tied-separate-vocab": {"tokenizer.joint": False,
+                                              "tokenizer.model_type": "bpe"},
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Models this small gain nothing from a second thread, and lose much on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def train_tiny(run_dir: Path, changes: dict) -> Path:
+    """120 steps on the bundled sample: seconds, and outputs that differ by sentence."""
+    return train(apply_overrides(preset("transformer"), {**TINY, **changes}), run_dir)
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def exported(request, tmp_path_factory) -> tuple[Translator, object]:
+    """(nmt's translator, CTranslate2's) of one run, exported in float32."""
+    pytest.importorskip("ctranslate2")
+    from nmt_cli.ct2 import CTranslate2Translator
+    from nmt_cli.ct2_export import export_ctranslate2
+
+    run = train_tiny(tmp_path_factory.mktemp("ct2") / "run", VARIANTS[request.param])
+    export = export_ctranslate2(run, run.parent / "export")
+    return Translator.from_run(run, "cpu"), CTranslate2Translator.from_dir(export, "cpu")
+
+
+def test_every_token_gets_the_same_log_probability(exported):
+    """Teacher-forced log-probabilities of reference translations: the same model."""
+    nmt, ct2 = exported
+    model, tokenizer = nmt.run.model, nmt.run.tokenizer
+    sources, targets = TEST[:20], read_sample("test", "de", 20)
+    src_pieces = [tokenizer.src.encode(s, out_type=str) for s in sources]
+    tgt_ids = tokenizer.encode_tgt(targets)
+    scored = ct2.translator.score_batch(src_pieces, [tokenizer.tgt.id_to_piece(t)
+                                                     for t in tgt_ids])
+    for src, tgt, result in zip(tokenizer.encode_src(sources), tgt_ids, scored):
+        with torch.no_grad():
+            logits = model(torch.tensor([src + [EOS_ID]]), torch.tensor([[SOS_ID] + tgt]))[0]
+        expected = torch.log_softmax(logits, -1)[torch.arange(len(tgt) + 1), tgt + [EOS_ID]]
+        assert result.log_probs == pytest.approx(expected.tolist(), abs=2e-4)
+
+
+TIGHT = {"max_len_a": 0.5, "max_len_b": 2, "min_len": 3, "batch_size": 7}  # limits bite
+
+
+@pytest.mark.parametrize("config", [DecodeConfig(beam=1), DecodeConfig(beam=5),
+                                    DecodeConfig(beam=1, **TIGHT),
+                                    DecodeConfig(beam=4, alpha=0.0, **TIGHT)],
+                         ids=["greedy", "beam5", "greedy-limits", "beam4-limits"])
+def test_ctranslate2_finds_nmts_translations(exported, config):
+    nmt, ct2 = exported
+    ours = nmt.translate_nbest(TEST, config, nbest=config.beam)
+    theirs = ct2.translate_nbest(TEST, config, nbest=config.beam)
+    assert len({hyps[0].text for hyps in ours}) >= 15  # the check means something
+    same = [a[0].text == b[0].text for a, b in zip(ours, theirs)]
+    assert sum(same) >= 0.98 * len(TEST)
+    same_lists = [[h.text for h in a] == [h.text for h in b] for a, b in zip(ours, theirs)]
+    assert sum(same_lists) >= 0.95 * len(TEST)
+    for a, b in zip(ours, theirs):  # the same hypothesis gets the same score
+        for h, g in zip(a, b):
+            if h.tokens == g.tokens:
+                assert (g.score, g.log_prob) == pytest.approx((h.score, h.log_prob), abs=1e-3)
+
+
+def test_blank_and_overlong_lines(exported):
+    nmt, ct2 = exported
+    lines = ["", "   ", " ".join(["house"] * 1100), TEST[0]]
+    ours, theirs = nmt.translate(lines), ct2.translate(lines)
+    assert theirs[:2] == ["", ""] and theirs == ours
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory) -> Path:
+    """A run of the pre-norm variant, exported by the command line into RUN/ctranslate2."""
+    pytest.importorskip("ctranslate2")
+    run = train_tiny(tmp_path_factory.mktemp("cli") / "run", {"train.max_steps": 30})
+    result = invoke("export", str(run), "--format", "ctranslate2")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(run / "ctranslate2")
+    return run
+
+
+def test_translate_and_eval_with_either_engine(cli_run, tmp_path):
+    source = tmp_path / "in.en"
+    source.write_text("".join(f"{line}\n" for line in TEST[:30]), encoding="utf-8")
+    outputs = {}
+    for engine, run in (("torch", cli_run), ("ctranslate2", cli_run),
+                        ("ctranslate2", cli_run / "ctranslate2")):
+        result = invoke("translate", "--engine", engine, "--run", str(run), "-i", str(source),
+                        "--beam", "3", "--nbest", "2", "--format", "tsv")
+        assert result.exit_code == 0, result.output
+        rows = [line.split("\t") for line in result.stdout.splitlines()]
+        outputs.setdefault(engine, []).append(rows)
+    torch_rows, (ct2_rows, export_rows) = outputs["torch"][0], outputs["ctranslate2"]
+    assert ct2_rows == export_rows  # a run directory or its export: the same
+    assert len(torch_rows) == 60
+    assert [r[:2] + r[4:] for r in ct2_rows] == [r[:2] + r[4:] for r in torch_rows]
+    assert [float(x) for r in ct2_rows for x in r[2:4]] == pytest.approx(
+        [float(x) for r in torch_rows for x in r[2:4]], abs=2e-3)
+    scores = set()  # the run's test split, whichever engine and directory
+    for engine, run in (("torch", cli_run), ("ctranslate2", cli_run),
+                        ("ctranslate2", cli_run / "ctranslate2")):
+        result = invoke("eval", "--engine", engine, "--run", str(run), "--json")
+        assert result.exit_code == 0, result.output
+        scores.add(result.stdout.split('"scores"')[1])
+    assert len(scores) == 1
+
+
+def test_export_errors_are_one_line(cli_run, tmp_path):
+    one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2"),
+                   "already holds files", "--force")
+    assert invoke("export", str(cli_run), "--format", "ctranslate2", "--force",
+                  "--quantization", "int8").exit_code == 0
+    int8 = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run), TEST[0])
+    assert int8.exit_code == 0 and int8.stdout.strip()
+    one_line_error(invoke("export", str(tmp_path / "nowhere"), "--format", "ctranslate2"),
+                   "nowhere")
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(tmp_path),
+                          "Hello."), "no CTranslate2 export", "nmt export")
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
+                          "--format", "jsonl", "--attention", "Hello."), "--attention")
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
+                          "--device", "mps", "Hello."), "mps")
+
+
+def test_a_gru_run_is_explained(tmp_path):
+    pytest.importorskip("ctranslate2")
+    corpus = write_corpus(tmp_path / "corpus", {
+        "train": (read_sample("train", "en", 100), read_sample("train", "de", 100)),
+        "val": (read_sample("val", "en", 5), read_sample("val", "de", 5))})
+    run = train(apply_overrides(preset("gru"), {
+        "data.data_dir": str(corpus), "model.d_model": 16, "tokenizer.vocab_size": 100,
+        "train.max_steps": 1, "train.validate_every": 1}), tmp_path / "gru")
+    one_line_error(invoke("export", str(run), "--format", "ctranslate2"),
+                   "GRU run", "CTranslate2 has no such architecture")
+
+
+def test_without_ctranslate2_one_line_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import ctranslate2 fails
+    for args in (("export", str(tmp_path), "--format", "ctranslate2"),
+                 ("translate", "--engine", "ctranslate2", "--run", str(tmp_path), "Hello.")):
+        one_line_error(invoke(*args), 'pip install "nmt-cli[ct2]"')
+
+
+def test_serve_decodes_with_ctranslate2(cli_run):
+    """`nmt serve EXPORT --engine ctranslate2`: a real server whose answers to concurrent
+    clients are CTranslate2's own translations, and whose /info describes the source run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from test_serve import Server, call
+
+    from nmt_cli.ct2 import CTranslate2Translator
+
+    lines = TEST[:40]
+    wanted = CTranslate2Translator.from_dir(cli_run, "cpu").translate_nbest(
+        lines, DecodeConfig(beam=3))
+    server = Server(cli_run / "ctranslate2", "--engine", "ctranslate2", "--beam", "3")
+    try:
+        with ThreadPoolExecutor(8) as clients:
+            answers = list(clients.map(
+                lambda line: call(server.url + "/translate", {"text": line}), lines))
+        assert [a[0] for a in answers] == [200] * len(lines)
+        assert [a[2]["translations"][0]["text"] for a in answers] == [h[0].text for h in wanted]
+        status, _, info = call(server.url + "/info")
+        assert status == 200 and (info["engine"], info["run"]) == ("ctranslate2", "ctranslate2")
+        assert (info["architecture"], info["source_language"]) == ("transformer", "en")
+        assert call(server.url + "/health")[2]["batches"] < len(lines)
+    finally:
+        assert server.stop() == 0
