@@ -31,9 +31,9 @@ train: install
 # bench-quick: training and decoding speed against JoeyNMT (about 10 minutes on 2 cores).
 # bench: those in full, the 60-minute quality run of each Multi30k preset, and the memory
 # benchmarks (about 3 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
-# MIRROR: a local copy of Multi30k to fetch from instead of the network (NMT_MULTI30K_MIRROR,
-# else a mirror beside the checkout in ../shared, where there is one).
-MIRROR ?= $(or $(NMT_MULTI30K_MIRROR),$(wildcard ../shared/data/multi30k))
+# MIRROR: a local copy of Multi30k to fetch from instead of the network (default: the
+# NMT_MULTI30K_MIRROR variable; neither set: the network), e.g. make bench MIRROR=/data/multi30k.
+MIRROR ?= $(NMT_MULTI30K_MIRROR)
 
 bench-quick: install
 	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all --quick
