@@ -145,6 +145,25 @@ def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:
     return rows
 
 
+def machine() -> dict[str, str | int]:
+    """What the figures were measured on: memory and speed depend on the PyTorch build (the
+    default wheel is a CUDA build even on machines without a GPU) as much as on the CPU."""
+    import os
+
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    cuda = torch.version.cuda
+    build = f"{torch.__version__} ({f'CUDA {cuda}' if cuda else 'CPU'} build)"
+    return {"cpu": cpu, "cores": os.cpu_count() or 0, "torch": build}
+
+
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--quick", action="store_true", help="the speed parts, shortened")
@@ -163,8 +182,9 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()
     rows = headline(parts, args.quick)
+    where = machine()
     print(f"\n{'bench-quick' if args.quick else 'bench'} at {commit or '?'}, started {started}, "
-          f"{platform.machine()}\n")
+          f"{where['cpu']} ({where['cores']} cores), torch {where['torch']}\n")
     print("| figure | measured | target | met |")
     print("| --- | --- | --- | --- |")
     for figure, measured, target, met in rows:
@@ -172,7 +192,7 @@ def main() -> None:
               f"{'-' if met is None else 'yes' if met else 'NO'} |")
     summary = OUT / ("bench-quick.json" if args.quick else "bench.json")
     summary.write_text(json.dumps(
-        {"commit": commit, "started": started, "quick": args.quick,
+        {"commit": commit, "started": started, "quick": args.quick, "machine": where,
          "table": [dict(zip(("figure", "measured", "target", "met"), row)) for row in rows],
          "parts": parts}, indent=2) + "\n")
     print(f"\nwritten: {summary} (every part's output: {folder})")
