@@ -3,9 +3,11 @@
 The parts run one after another, each alone on the machine, each printing its own table as it
 ends and writing its JSON under bench/out/all-<time>/:
 
-    bench.speed             training throughput and peak memory, nmt and JoeyNMT 2.3.0
+    bench.speed             training throughput and peak memory: nmt, JoeyNMT 2.3.0, eole 0.6.4
+                            and Hugging Face MarianMT
     bench.decode            decoding at equal work, nmt and JoeyNMT 2.3.0
     bench.quality           each Multi30k preset trained for its 60-minute budget, then scored
+    bench.race              BLEU after 20 minutes of training: nmt, eole, MarianMT and JoeyNMT
     bench.translate_memory  resident memory of a 100,000-line streaming translation
     bench.shards_memory     training memory from prepared id files, 2,000,000 pairs vs 20,000
 
@@ -28,15 +30,17 @@ import time
 from pathlib import Path
 
 from .common import OUT, ROOT, TARGETS, add_data_option, multi30k_dir, new_parser
+from .speed import NMT_BY_PRECISION, fastest_peer
 
 PARTS = {  # module: (arguments of the full run, of the quick run or None to skip, reads Multi30k)
     "speed": ([], ["--quick"], True),
     "decode": ([], ["--quick"], True),
     "quality": (["--out", "{folder}/quality"], None, True),
+    "race": (["--out", "{folder}/race"], None, True),
     "translate_memory": ([], None, False),
     "shards_memory": ([], None, False),
 }
-COMPARISONS = {">=": operator.ge, "<=": operator.le, "<": operator.lt}
+COMPARISONS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 Row = tuple[str, str, str, "bool | None"]  # figure, measured, target, met
 
 
@@ -67,6 +71,33 @@ def judge(figure: str, measured: str, value: float, quick: bool) -> Row:
     return figure, measured, shown, COMPARISONS[target["comparison"]](value, target["value"])
 
 
+def speed_rows(speed: dict, add) -> None:
+    """bench.speed's headline figures: against JoeyNMT, and against the fastest peer."""
+    joey = {"transformer": speed.get("joeynmt transformer"),
+            "gru": speed.get("joeynmt gru-bahdanau")}
+    for figure in ("training tok/s", "training peak RSS"):
+        for run in ("transformer-bf16", "transformer", "gru-bahdanau", "gru-luong"):
+            base = joey["gru" if "gru" in run else "transformer"]
+            if base is None:
+                continue
+            if figure == "training tok/s":
+                mine = speed[f"nmt {run} (nmt batches)"]["tokens_per_s"]
+                x = mine / base["tokens_per_s"]
+                measured = f"{x:.2f}x"
+            else:  # the worse of the two batch compositions
+                mine = max(speed[f"nmt {run} ({b} batches)"]["peak_rss_mb"]
+                           for b in ("nmt", "joeynmt"))
+                x = mine / base["peak_rss_mb"]
+                measured = f"{x:.2f}x ({mine:,.0f} MB)"
+            add(f"{figure}, {run}, vs JoeyNMT", measured, x)
+    for precision, run in NMT_BY_PRECISION.items():
+        fastest = fastest_peer(speed, precision)
+        if fastest is not None:
+            x = speed[run]["tokens_per_s"] / fastest[1]["tokens_per_s"]
+            add(f"training tok/s, transformer {precision}, vs fastest peer",
+                f"{x:.2f}x ({fastest[0]})", x)
+
+
 def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:
     """The summary rows, each judged by `judge`. The decoding targets are for all of
     test_2016_flickr: --quick decodes 300 sentences, where start-up weighs three times as
@@ -81,23 +112,7 @@ def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:
 
     speed = parts.get("speed")
     if speed is not None:
-        joey = {"transformer": speed.get("joeynmt transformer"),
-                "gru": speed.get("joeynmt gru-bahdanau")}
-        for figure in ("training tok/s", "training peak RSS"):
-            for run in ("transformer-bf16", "transformer", "gru-bahdanau", "gru-luong"):
-                base = joey["gru" if "gru" in run else "transformer"]
-                if base is None:
-                    continue
-                if figure == "training tok/s":
-                    mine = speed[f"nmt {run} (nmt batches)"]["tokens_per_s"]
-                    x = mine / base["tokens_per_s"]
-                    measured = f"{x:.2f}x"
-                else:  # the worse of the two batch compositions
-                    mine = max(speed[f"nmt {run} ({b} batches)"]["peak_rss_mb"]
-                               for b in ("nmt", "joeynmt"))
-                    x = mine / base["peak_rss_mb"]
-                    measured = f"{x:.2f}x ({mine:,.0f} MB)"
-                add(f"{figure}, {run}, vs JoeyNMT", measured, x)
+        speed_rows(speed, add)
     elif "speed" in parts:
         missing("speed", "training speed and memory")
 
@@ -126,6 +141,19 @@ def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:
             add(f"BLEU lost to --quantize int8, {preset}", f"{drop:+.2f}", drop)
     elif "quality" in parts:
         missing("quality", "quality runs")
+
+    race = parts.get("race")
+    if race is not None and "nmt" in race:
+        add("test_2016_flickr BLEU after 20 minutes, multi30k-transformer, beam 5",
+            f"{race['nmt']['bleu']:.2f}", race["nmt"]["bleu"])
+        peers = {name: r["bleu"] for name, r in race.items() if name != "nmt"}
+        if peers:
+            best = max(peers, key=peers.get)
+            lead = race["nmt"]["bleu"] - peers[best]
+            add("BLEU after 20 minutes, nmt ahead of the best peer", f"{lead:+.2f} ({best} "
+                f"{peers[best]:.2f})", lead)
+    elif "race" in parts:
+        missing("race", "BLEU after 20 minutes")
 
     memory = parts.get("translate_memory")
     if memory is not None:

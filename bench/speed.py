@@ -1,4 +1,5 @@
-"""Training throughput of nmt and JoeyNMT 2.3.0 on Multi30k, side by side, in one run.
+"""Training throughput of nmt and its peers on Multi30k, side by side, in one run: JoeyNMT
+2.3.0, eole 0.6.4 and Hugging Face MarianMT (bench/peer_eole.py, bench/peer_marian.py).
 
 Both sides use the reference settings of bench/peers/README.md (model sizes, joint
 SentencePiece unigram 8,000, batches of 4,096 padded slots, 2 threads, CPU). nmt is measured
@@ -7,10 +8,16 @@ filled until sentences x (longest side + 1) reaches the budget), so that the gai
 padding and the gain from faster compute can be told apart. Throughput is target tokens
 (non-pad, <eos> included) per second; memory is the peak resident set (VmHWM).
 
-    python -m bench.speed [--quick] [--no-joeynmt] [--data DIR] [--json FILE]
+Each peer trains the reference Transformer with its own recommended batching (JoeyNMT's and
+eole's token batches, 64 shuffled sentences a batch for MarianMT), in fp32 and, where it has
+one, in bf16 autocast; MarianMT also with nmt's composition (length-sorted token batches).
+"vs fastest peer" compares nmt's own batches with the fastest peer at its own batching, in
+the same precision.
 
-JoeyNMT is installed on first use into bench/out/joeynmt-venv (torch 2.13.0 CPU, joeynmt 2.3.0,
-importlib_metadata, sentencepiece 0.2.0), as bench/peers/README.md describes.
+    python -m bench.speed [--quick] [--peers joeynmt eole marian] [--data DIR] [--json FILE]
+
+Each peer is installed on first use into a virtual environment of its own under bench/out
+(torch 2.13.0 CPU beside it), as bench/peers/README.md describes.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import peer_eole, peer_marian
 from .common import (
     JOEYNMT_CONFIGS,
     NMT_REFERENCE,
@@ -116,10 +124,40 @@ def run_joeynmt(name: str, seconds: int, python: Path, files: dict[str, Path]) -
             "peak_rss_mb": peak}
 
 
+PEER_NAMES = ("joeynmt", "eole", "marian")
+# Each peer at its own recommended batching, by precision: what "vs fastest peer" compares with.
+OWN_BATCHING = {"fp32": ("joeynmt transformer", "eole transformer (fp32)",
+                         "marian transformer (hf batches, fp32)"),
+                "bf16": ("eole transformer (bf16)", "marian transformer (hf batches, bf16)")}
+NMT_BY_PRECISION = {"fp32": "nmt transformer (nmt batches)",
+                    "bf16": "nmt transformer-bf16 (nmt batches)"}
+
+
+def fastest_peer(results: dict[str, dict], precision: str) -> tuple[str, dict] | None:
+    """The peer run with the most target tokens/s in `precision`, at its own batching."""
+    runs = [(name, results[name]) for name in OWN_BATCHING[precision] if name in results]
+    return max(runs, key=lambda run: run[1]["tokens_per_s"], default=None)
+
+
+def run_peers(peers: list[str], seconds: int, corpus: Path) -> dict[str, dict]:
+    """The Transformer runs of eole and MarianMT (JoeyNMT's are run apart: it has a GRU too)."""
+    results = {}
+    if "eole" in peers:
+        for precision in ("fp32", "bf16"):
+            results[f"eole transformer ({precision})"] = peer_eole.train_speed(
+                seconds, precision, corpus)
+    if "marian" in peers:
+        for batching, precision in (("hf", "fp32"), ("hf", "bf16"), ("tokens", "fp32")):
+            results[f"marian transformer ({batching} batches, {precision})"] = \
+                peer_marian.train_speed(seconds, precision, batching, corpus)
+    return results
+
+
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer steps, shorter JoeyNMT runs")
-    parser.add_argument("--no-joeynmt", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="fewer steps, shorter peer runs")
+    parser.add_argument("--peers", nargs="*", choices=PEER_NAMES, default=list(PEER_NAMES),
+                        help="the peers to measure (default: all; none: nmt alone)")
     add_data_option(parser)
     parser.add_argument("--json", type=Path, default=OUT / "speed.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -137,10 +175,11 @@ def main() -> None:
             run = f"nmt {name} ({batching} batches)"
             results[run] = run_nmt(name, steps, batching, corpus)
             print(f"{run}: {results[run]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
-    if not args.no_joeynmt:
+    if "joeynmt" in args.peers:
         python, files = setup_joeynmt(corpus)
         for name in JOEYNMT_CONFIGS:
             results[f"joeynmt {name}"] = run_joeynmt(name, seconds, python, files)
+    results.update(run_peers(args.peers, seconds, corpus))
     print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -149,14 +188,18 @@ def main() -> None:
 def print_table(results: dict[str, dict]) -> None:
     baselines = {"transformer": results.get("joeynmt transformer"),
                  "gru": results.get("joeynmt gru-bahdanau")}
-    print("| run | target tok/s | vs JoeyNMT | peak RSS | vs JoeyNMT |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| run | target tok/s | vs JoeyNMT | vs fastest peer | peak RSS | vs JoeyNMT |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, r in results.items():
         base = baselines["gru" if "gru" in name else "transformer"]
         speed = f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "-"
         memory = f"{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}x" if base else "-"
-        print(f"| {name} | {r['tokens_per_s']:,.0f} | {speed} | {r['peak_rss_mb']:,.0f} MB "
-              f"| {memory} |")
+        precision = next((p for p, run in NMT_BY_PRECISION.items() if run == name), None)
+        fastest = fastest_peer(results, precision) if precision else None
+        versus = (f"{r['tokens_per_s'] / fastest[1]['tokens_per_s']:.2f}x ({fastest[0]})"
+                  if fastest else "-")
+        print(f"| {name} | {r['tokens_per_s']:,.0f} | {speed} | {versus} "
+              f"| {r['peak_rss_mb']:,.0f} MB | {memory} |")
 
 
 if __name__ == "__main__":
