@@ -33,12 +33,11 @@ from .service import (
     ApiError,
     ServeConfig,
     check_settings,
-    load_served,
     parse_query,
     run_info,
     translations_json,
 )
-from .translate import Engine
+from .translate import Engine, load_engine
 
 MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
 
@@ -52,7 +51,8 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     # was there before it: with the default one the process would die of it. Before uvicorn
     # runs (while the model loads), SIGTERM ends the process at once, also with status 0.
     signal.signal(signal.SIGTERM, exit_cleanly)
-    engine = load_served(settings, run_dir, decode, quantize)
+    # as `nmt translate --engine` loads it: a run, or a CTranslate2 export of one
+    engine = load_engine(settings.engine, run_dir, decode.device, quantize, decode.precision)
     info = run_info(run_dir, engine.run_dir, settings, decode)
     app = create_app(engine, info, settings, decode)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,

@@ -19,7 +19,7 @@ from typing import Any
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
 from .config import ENGINES, DecodeConfig, check_choice
 from .errors import UserError
-from .translate import Engine, Translation, load_engine
+from .translate import Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest")
 
@@ -52,13 +52,6 @@ class ServeConfig:
         """The largest request body read, in bytes: max_lines lines of max_chars characters,
         each character written as a 6-byte JSON escape at worst, plus room for the rest."""
         return self.max_lines * (6 * self.max_chars + 4) + 1024
-
-
-def load_served(settings: ServeConfig, run_dir: Path, decode: DecodeConfig,
-                quantize: str) -> Engine:
-    """The engine named by --engine, as `nmt translate --engine` loads it: a run, or for
-    ctranslate2 a run's export or an export directory."""
-    return load_engine(settings.engine, run_dir, decode.device, quantize, decode.precision)
 
 
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
