@@ -5,6 +5,8 @@ on val; then the best weights translate test_2016_flickr with beam 5 and with gr
 sacreBLEU scores the detokenized output against the raw references: BLEU (cased, 13a), chrF2,
 and lowercased BLEU for comparison with published results. Decoding time is end to end
 (loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
+A run that kept an EMA of its weights (train.ema_decay) is scored with the EMA when its best
+validation BLEU is higher than that of the trained weights: validation chooses, never the test.
 
     python -m bench.quality [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
                             [--score-only] [--data DIR] [--out DIR] [--json FILE]
@@ -40,6 +42,20 @@ def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path) -> flo
     return time.perf_counter() - start
 
 
+def chosen_weights(records: list[dict]) -> tuple[str, float | None, float | None]:
+    """The weights that validation ranks first: the best trained weights, or the best EMA when
+    the run kept one (train.ema_decay) and it scored a higher validation BLEU. Returns the file
+    name and both best validation BLEUs."""
+    from nmt_cli.checkpoint import BEST_WEIGHTS
+
+    validations = [r for r in records if r["kind"] == "validate"]
+    best = max((r["val_bleu"] for r in validations), default=None)
+    ema = max((r["ema_val_bleu"] for r in validations if "ema_val_bleu" in r), default=None)
+    if ema is not None and (best is None or ema > best):
+        return "ema.safetensors", best, ema
+    return BEST_WEIGHTS, best, ema
+
+
 def score(run_dir: Path, corpus: Path) -> dict:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
@@ -50,13 +66,15 @@ def score(run_dir: Path, corpus: Path) -> dict:
     references = read_lines(corpus / "test_2016_flickr.de.gz")
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = [s for s in steps if s["kind"] == "step"][-1]
-    best_val = max((s["val_bleu"] for s in steps if s["kind"] == "validate"), default=None)
+    weights, best_val, best_ema = chosen_weights(steps)
     result = {"steps": last["step"], "epochs": last["epoch"],
-              "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val}
+              "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
+              "best_ema_val_bleu": best_ema, "weights": weights}
     for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
                                  ("beam5_int8", 5, "int8")):
         start = time.perf_counter()
-        translator = Translator.from_run(run_dir, device="cpu", quantize=quantize)
+        translator = Translator.from_run(run_dir, device="cpu", weights=weights,
+                                         quantize=quantize)
         hypotheses = translator.translate(sources, DecodeConfig(beam=beam, device="cpu"))
         seconds = time.perf_counter() - start
         (run_dir / f"test_2016_flickr.{name}.de").write_text("\n".join(hypotheses) + "\n")

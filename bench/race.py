@@ -4,7 +4,7 @@ Each system trains the reference-size Transformer on Multi30k en-de, on 2 thread
 budget, one after another (each alone on the machine), and as its users would run it:
 
 - nmt: the multi30k-transformer preset in bf16 (bench.quality's setting), its best weights by
-  validation BLEU;
+  validation BLEU (the EMA's when they validate higher, as in bench.quality);
 - eole 0.6.4 (bench/peer_eole.py): the reference config, bf16, validation every 80 steps, its
   last checkpoint (eole keeps no best one);
 - Hugging Face MarianMT (bench/peer_marian.py): token batches, bf16, its best weights by
@@ -62,7 +62,9 @@ def race_nmt(seconds: float, corpus: Path, out: Path) -> list[str]:
     run_dir = out / "nmt"
     quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus)
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
-    translator = Translator.from_run(run_dir, device="cpu")
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    weights = quality.chosen_weights(records)[0]
+    translator = Translator.from_run(run_dir, device="cpu", weights=weights)
     return translator.translate(sources, DecodeConfig(beam=5, device="cpu"))
 
 

@@ -118,6 +118,10 @@ class Averages:
             for _, path in checkpoint.kept_weights(run_dir)[:-self.keep_last]:
                 path.unlink()
 
+    def summary(self) -> dict[str, float]:
+        """For the end of training: the EMA's best validation BLEU, when there is an EMA."""
+        return {"ema_best_bleu": self.best_bleu} if self.ema is not None else {}
+
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.ema.state_dict(), "updates": self.updates,
                 "best_bleu": self.best_bleu}

@@ -4,6 +4,7 @@ Updater that applies them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -13,12 +14,15 @@ from .config import Config
 from .devices import autocast_dtype
 
 
-def lr_factor(step: int, schedule: str, warmup_steps: int) -> float:
-    """Multiplier of the peak learning rate at `step` (0-based)."""
-    if schedule != "inverse_sqrt":
-        return 1.0
+def lr_factor(step: int, schedule: str, warmup_steps: int, done: float = 0.0) -> float:
+    """Multiplier of the peak learning rate at `step` (0-based), with the fraction `done` of
+    the training budget (steps, time or epochs, whichever runs out first) spent."""
     step, warmup = step + 1, max(warmup_steps, 1)
-    return min(step / warmup, math.sqrt(warmup / step))  # linear warmup, then 1/sqrt(step)
+    if schedule == "inverse_sqrt":
+        return min(step / warmup, math.sqrt(warmup / step))  # linear warmup, then 1/sqrt(step)
+    if schedule == "linear":  # linear warmup, then down in a straight line to 0 at the budget
+        return max(min(step / warmup, 1.0 - done), 0.0)
+    return 1.0
 
 
 def make_optimizer(model: torch.nn.Module, config: Config,
@@ -30,13 +34,15 @@ def make_optimizer(model: torch.nn.Module, config: Config,
                              fused=device.type == "cuda" or None)
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, config: Config):
-    if config.train.schedule == "plateau":  # lower the rate when validation BLEU stalls
+def make_scheduler(optimizer: torch.optim.Optimizer, config: Config,
+                   done: Callable[[], float] = lambda: 0.0):
+    """The schedule of the rate; `done` tells the linear one how much of the budget is spent."""
+    t = config.train
+    if t.schedule == "plateau":  # lower the rate when validation BLEU stalls
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="max", factor=config.train.plateau_factor,
-            patience=config.train.plateau_patience)
+            optimizer, mode="max", factor=t.plateau_factor, patience=t.plateau_patience)
     return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, config.train.schedule, config.train.warmup_steps))
+        optimizer, lambda step: lr_factor(step, t.schedule, t.warmup_steps, done()))
 
 
 def make_scaler(config: Config, device: torch.device) -> torch.amp.GradScaler | None:
@@ -68,7 +74,8 @@ class Updater:
         self.parameters = list(model.parameters())
         self.clip_norm = config.train.clip_norm
         self.optimizer = make_optimizer(model, config, device)
-        self.scheduler = make_scheduler(self.optimizer, config)
+        self.done = 0.0  # the fraction of the training budget spent, set by the Trainer
+        self.scheduler = make_scheduler(self.optimizer, config, lambda: self.done)
         self.scaler = make_scaler(config, device)
         self.steps_on_validation = isinstance(
             self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)

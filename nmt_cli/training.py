@@ -1,9 +1,9 @@
 """The training loop: teacher forcing, label-smoothed cross-entropy, validation, checkpoints.
 
 Each step feeds the decoder the reference prefix (<sos> y1 .. yn, data.Batch) and takes the
-softmax cross-entropy against y1 .. yn <eos> (loss.py); the Updater clips the gradient and takes
-an AdamW step (optim.py). Every `validate_every` steps validation.py scores the model, and the
-best weights by BLEU are kept. Progress goes to an `on_event` callback, not to a display.
+softmax cross-entropy against y1 .. yn <eos> (loss.py); the Updater clips the gradient, takes an
+AdamW step and sets the rate (optim.py). Every `validate_every` steps validation.py scores the
+model; the best weights by BLEU are kept. Progress goes to an `on_event` callback.
 
 A run can stop at any moment and go on exactly where it was (progress.py, checkpoint.py);
 SIGINT/SIGTERM finish the current step, save, and raise `TrainingInterrupted`. Under torchrun
@@ -150,7 +150,7 @@ class Trainer:
         if received:
             raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
         self.emit({"kind": "done", "step": self.progress.step, "best_bleu": self.progress.best_bleu,
-                   "run_dir": str(self.run_dir)})
+                   "run_dir": str(self.run_dir), **self.averages.summary()})
         return self.run_dir
 
     def loop(self, received: list[int]) -> None:
@@ -160,9 +160,10 @@ class Trainer:
         elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
             return  # it was stopped at a step due for validation: that validation comes first
         started = time.monotonic() - p.train_time
-        per_update = t.accum * self.world.size
         prefetch = lambda update: self.batches.prefetch(self.world.share(update)[0])  # noqa: E731
-        for update, epoch_fraction in p.updates(self.epoch_batches, per_update, t, prefetch):
+        for update, epoch_fraction in p.updates(self.epoch_batches, t.accum * self.world.size,
+                                                t, prefetch):
+            self.updater.done = p.fraction_done(t, epoch_fraction)  # for the linear schedule
             loss, tokens = self.train_step(update)
             p.train_time = time.monotonic() - started
             if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
@@ -200,14 +201,13 @@ class Trainer:
         p.check_divergence(self.config.train, self.run_dir)
         return False
 
-    def log_step(self, loss: float, tokens: int, tokens_per_s: float,
-                 epoch_fraction: float) -> None:
+    def log_step(self, loss: float, tokens: int, tokens_per_s: float, in_epoch: float) -> None:
         p = self.progress
         record = {"kind": "step", "step": p.step, "epoch": p.epoch + 1, "loss": loss,
                   "lr": self.updater.lr, "tokens": tokens, "tokens_per_s": tokens_per_s,
                   "elapsed": p.train_time}
         self.write_metrics(record)
-        self.emit({**record, "fraction": p.fraction_done(self.config.train, epoch_fraction)})
+        self.emit({**record, "fraction": p.fraction_done(self.config.train, in_epoch)})
 
 
 def train(config: Config, run_dir: Path | None = None,

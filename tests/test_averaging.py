@@ -289,3 +289,17 @@ def test_settings_are_checked_and_keep_last_may_change_on_resume():
     assert resume_config(run, {"train.keep_last": "5"}).train.keep_last == 5
     with pytest.raises(UserError, match="train.ema_decay is fixed by the run"):
         resume_config(run, {"train.ema_decay": "0.99"})
+
+
+def test_the_end_of_training_points_to_the_ema_when_it_validated_higher(capsys):
+    from nmt_cli.cli.training import TrainingDisplay
+
+    done = {"kind": "done", "step": 10, "best_bleu": 30.0, "run_dir": "runs/x"}
+    with TrainingDisplay() as display:
+        display.show({**done, "ema_best_bleu": 31.0})
+        display.show({**done, "ema_best_bleu": 29.0})
+        display.show(done)
+    said = " ".join(capsys.readouterr().err.split())
+    assert said.count("done after 10 steps") == 3
+    assert said.count("the EMA validated higher (31.00); to translate with it: "
+                      "nmt average runs/x --ema") == 1

@@ -145,6 +145,18 @@ def test_the_race_is_won_only_ahead_of_every_peer():
         "BLEU after 20 minutes, nmt ahead of the best peer"][3]
 
 
+def test_validation_chooses_between_the_trained_weights_and_their_ema():
+    from bench.quality import chosen_weights
+
+    records = [{"kind": "step", "step": 1}, {"kind": "validate", "val_bleu": 30.0},
+               {"kind": "validate", "val_bleu": 31.5}]
+    assert chosen_weights(records) == ("model.safetensors", 31.5, None)
+    records[1]["ema_val_bleu"], records[2]["ema_val_bleu"] = 31.75, 31.0
+    assert chosen_weights(records) == ("ema.safetensors", 31.5, 31.75)
+    records[1]["ema_val_bleu"] = 31.5  # a tie keeps the trained weights
+    assert chosen_weights(records) == ("model.safetensors", 31.5, 31.5)
+
+
 @pytest.mark.slow
 def test_race_runs_end_to_end_for_nmt(multi30k_layout, tmp_path):
     out = tmp_path / "race"

@@ -45,6 +45,13 @@ def test_bad_values_are_errors(key, value):
         apply_overrides(Config(), {key: value})
 
 
+def test_linear_schedule_needs_a_limit_to_decay_to():
+    with pytest.raises(UserError, match="train.max_steps, train.max_time or train.epochs"):
+        apply_overrides(Config(), {"train.schedule": "linear"})
+    config = apply_overrides(Config(), {"train.schedule": "linear", "train.max_time": "20m"})
+    assert config.train.max_time == 1200.0
+
+
 def test_toml_file(tmp_path):
     path = tmp_path / "settings.toml"
     path.write_text('[model]\narch = "gru"\nattention = "dot"\n[train]\nmax_steps = 10\n')

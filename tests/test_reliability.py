@@ -89,6 +89,33 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, referen
     assert same_weights(run_dir / "model.safetensors", reference / "model.safetensors")
 
 
+def step_rates(run_dir: Path) -> list[tuple[int, float, float]]:
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return [(r["step"], r["loss"], r["lr"]) for r in records if r["kind"] == "step"]
+
+
+def test_linear_schedule_reaches_zero_at_the_limit_and_resumes_exactly(corpus, tmp_path):
+    config = tiny_config(corpus, 20, **{"train.schedule": "linear", "train.lr": 1e-3})
+    whole = prepare_run_dir(tmp_path / "whole")
+    Trainer(config, whole, lambda e: None).run()
+    rates = [lr for _, _, lr in step_rates(whole)]  # each the rate of the step that follows
+    assert rates[:3] == pytest.approx([4e-4, 6e-4, 8e-4])  # warming up over 5 steps ...
+    peak = rates.index(max(rates))  # ... until the line falling to 0 at step 20 is lower
+    assert peak == 3 and all(a > b for a, b in zip(rates[peak:], rates[peak + 1:]))
+    assert rates[-1] == pytest.approx(1e-3 / 20)
+
+    broken = prepare_run_dir(tmp_path / "broken")
+
+    def interrupt(event):
+        if event["kind"] == "step" and event["step"] == 9:
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(TrainingInterrupted):
+        Trainer(config, broken, interrupt).run()
+    resume(broken)
+    assert step_rates(broken) == step_rates(whole)  # bitwise equal losses and rates
+
+
 def nmt(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "nmt_cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -20,6 +20,14 @@ def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
     assert lr_factor(5000, "constant", 100) == 1.0
 
 
+def test_linear_schedule_warms_up_then_falls_to_zero_with_the_budget_spent():
+    assert lr_factor(0, "linear", 100, done=0.0) == pytest.approx(0.01)
+    assert lr_factor(99, "linear", 100, done=0.1) == pytest.approx(0.9)  # warmup done
+    assert lr_factor(500, "linear", 100, done=0.25) == pytest.approx(0.75)
+    assert lr_factor(5000, "linear", 100, done=1.0) == 0.0
+    assert lr_factor(3, "linear", 100, done=0.999) == pytest.approx(0.001)  # the lower wins
+
+
 @pytest.fixture(scope="module")
 def trainer(small_corpus, tmp_path_factory):
     config = apply_overrides(preset("transformer"), {

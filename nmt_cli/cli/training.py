@@ -141,5 +141,8 @@ class TrainingDisplay:
         elif kind == "done":
             say(f"done after {event['step']} steps; best val BLEU {event['best_bleu']:.2f}; "
                 f"run: {event['run_dir']}")
+            if event.get("ema_best_bleu", -1.0) > event["best_bleu"]:
+                say(f"the EMA validated higher ({event['ema_best_bleu']:.2f}); to translate with "
+                    f"it: nmt average {event['run_dir']} --ema", highlight=False)
 
 
