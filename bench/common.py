@@ -11,6 +11,7 @@ import argparse
 import gzip
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,11 +180,22 @@ def ensure_joeynmt() -> Path:
     return ensure_venv(JOEYNMT_VENV, JOEYNMT_INSTALL)
 
 
+def made_from(folder: Path, corpus: Path) -> None:
+    """Make `folder` hold only what was made from `corpus`: emptied when it was made from
+    another corpus (or from one it does not name), then marked with this one."""
+    source, stamp = str(corpus.resolve()), folder / "corpus.txt"
+    if folder.exists() and (not stamp.exists() or stamp.read_text() != source):
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(source)
+
+
 def prepare_joeynmt_data(python: Path, corpus: Path) -> dict[str, Path]:
     """JoeyNMT's inputs under bench/out/joeynmt-data: the corpus uncompressed, and the joint
-    SentencePiece model with JoeyNMT's ids (unk 0, pad 1, bos 2, eos 3) and vocabulary file."""
+    SentencePiece model with JoeyNMT's ids (unk 0, pad 1, bos 2, eos 3) and vocabulary file.
+    They are made again when `corpus` is not the folder they were made from."""
     data = OUT / "joeynmt-data"
-    data.mkdir(parents=True, exist_ok=True)
+    made_from(data, corpus)
     for name in MULTI30K_FILES:
         target = data / name.removesuffix(".gz")
         if not target.exists():

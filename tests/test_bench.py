@@ -145,6 +145,23 @@ def test_the_race_is_won_only_ahead_of_every_peer():
         "BLEU after 20 minutes, nmt ahead of the best peer"][3]
 
 
+def test_peer_inputs_are_made_again_for_another_corpus(tmp_path):
+    from bench.common import made_from
+
+    folder, first, second = tmp_path / "prepared", tmp_path / "a", tmp_path / "b"
+    made_from(folder, first)
+    (folder / "spm.model").write_text("made from a")
+    made_from(folder, first)
+    assert (folder / "spm.model").exists()  # the same corpus: kept
+    made_from(folder, second)
+    assert not (folder / "spm.model").exists()
+    assert (folder / "corpus.txt").read_text() == str(second.resolve())
+    (folder / "corpus.txt").unlink()  # made before folders were marked: made again
+    (folder / "spm.model").write_text("made from ?")
+    made_from(folder, second)
+    assert not (folder / "spm.model").exists()
+
+
 def test_validation_chooses_between_the_trained_weights_and_their_ema():
     from bench.quality import chosen_weights
 
