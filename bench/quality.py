@@ -60,11 +60,12 @@ def score(run_dir: Path, corpus: Path) -> dict:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.evaluate import evaluate
+    from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
     references = read_lines(corpus / "test_2016_flickr.de.gz")
-    steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = read_metrics(run_dir)
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
     result = {"steps": last["step"], "epochs": last["epoch"],

@@ -57,13 +57,13 @@ def plain_test_source(corpus: Path, out: Path) -> Path:
 def race_nmt(seconds: float, corpus: Path, out: Path) -> list[str]:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
+    from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
     run_dir = out / "nmt"
     quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus)
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
-    weights = quality.chosen_weights(records)[0]
+    weights = quality.chosen_weights(read_metrics(run_dir))[0]
     translator = Translator.from_run(run_dir, device="cpu", weights=weights)
     return translator.translate(sources, DecodeConfig(beam=5, device="cpu"))
 
