@@ -23,11 +23,18 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 PEERS = ROOT / "bench" / "peers"
 
-# Multi30k task 1, English -> German: the files the benchmarks read, in the folder that
-# `nmt data fetch multi30k` fills by default.
+# Multi30k task 1, in the folder that `nmt data fetch multi30k` fills by default; the
+# benchmarks read English -> German (bench.quality also en-fr and en-cs, with --pair).
 MULTI30K = ROOT / "data" / "multi30k"
-MULTI30K_FILES = tuple(f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
-                       for lang in ("en", "de"))
+
+
+def multi30k_files(pair: str = "en-de") -> tuple[str, ...]:
+    """The file names of one Multi30k pair (train, val, test_2016_flickr), e.g. en-fr."""
+    return tuple(f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
+                 for lang in pair.split("-"))
+
+
+MULTI30K_FILES = multi30k_files()
 MIRROR_VARIABLE = "NMT_MULTI30K_MIRROR"  # a local folder to copy Multi30k from, if set
 
 THREADS = 2  # every CPU comparison gives both sides 2 threads
@@ -96,14 +103,15 @@ def add_data_option(parser: argparse.ArgumentParser) -> None:
                              f"{MIRROR_VARIABLE}=DIR fetches it from a local copy)")
 
 
-def multi30k_dir(data: Path | None) -> Path:
-    """The Multi30k folder to read, absolute: `data` or data/multi30k. When files are missing,
-    `nmt data fetch multi30k` fills it, from $NMT_MULTI30K_MIRROR when that is set, else
-    from the network; if that fails the process exits with one line saying what to do."""
+def multi30k_dir(data: Path | None, pair: str = "en-de") -> Path:
+    """The Multi30k folder to read, absolute: `data` or data/multi30k. When the pair's files
+    are missing, `nmt data fetch multi30k` fills it, from $NMT_MULTI30K_MIRROR when that is set,
+    else from the network; if that fails the process exits with one line saying what to do."""
     folder = (data or MULTI30K).resolve()
-    if all((folder / name).is_file() for name in MULTI30K_FILES):
+    if all((folder / name).is_file() for name in multi30k_files(pair)):
         return folder
-    command = [sys.executable, "-m", "nmt_cli", "data", "fetch", "multi30k", "--dest", str(folder)]
+    command = [sys.executable, "-m", "nmt_cli", "data", "fetch", "multi30k", "--pair", pair,
+               "--dest", str(folder)]
     mirror = os.environ.get(MIRROR_VARIABLE)
     if mirror:
         command += ["--mirror", str(Path(mirror).resolve())]
@@ -165,13 +173,17 @@ def watch_peak_rss(process: subprocess.Popen, interval: float,
 
 def ensure_venv(venv: Path, install: tuple[list[str], ...]) -> Path:
     """The Python of a peer's virtual environment, made on first use: each list of packages
-    of `install` in turn (torch first, so that the rest find the CPU build)."""
-    python = venv / "bin" / "python"
-    if not python.exists():
+    of `install` in turn (torch first, so that the rest find the CPU build). A marker file
+    written last tells a finished environment from one whose installation was cut short,
+    which is made again from scratch."""
+    python, done = venv / "bin" / "python", venv / "nmt-bench-installed"
+    if not done.exists():
+        shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         for packages in install:
             subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages],
                            check=True)
+        done.write_text("\n".join(" ".join(packages) for packages in install) + "\n")
     return python
 
 

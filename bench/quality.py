@@ -1,15 +1,17 @@
 """Quality at a time budget: train each Multi30k preset, then score test_2016_flickr.
 
-Each preset trains for its own budget (train.max_time, 60 minutes) on Multi30k en-de, selecting
-on val; then the best weights translate test_2016_flickr with beam 5 and with greedy search, and
-sacreBLEU scores the detokenized output against the raw references: BLEU (cased, 13a), chrF2,
-and lowercased BLEU for comparison with published results. Decoding time is end to end
-(loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
+Each preset trains for its own budget (train.max_time, 60 minutes) on Multi30k en-de (or the
+pair --pair names: en-fr, en-cs), selecting on val; then the best weights translate
+test_2016_flickr with beam 5 and with greedy search, and sacreBLEU scores the detokenized
+output against the raw references: BLEU (cased, 13a), chrF2, and lowercased BLEU for comparison
+with published results. Decoding time is end to end (loading the run included). Beam 5 is also
+scored with the linear layers quantized to int8.
 A run that kept an EMA of its weights (train.ema_decay) is scored with the EMA when its best
 validation BLEU is higher than that of the trained weights: validation chooses, never the test.
 
     python -m bench.quality [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
-                            [--score-only] [--data DIR] [--out DIR] [--json FILE]
+                            [--pair en-de|en-fr|en-cs] [--score-only] [--data DIR] [--out DIR]
+                            [--json FILE]
 
 Runs go to DIR/<preset> (bench/out/quality by default); --score-only scores runs already there.
 """
@@ -26,14 +28,18 @@ from pathlib import Path
 from .common import OUT, ROOT, THREADS, add_data_option, multi30k_dir, new_parser
 
 PRESETS = ("multi30k-transformer", "multi30k-gru")
+PAIRS = ("en-de", "en-fr", "en-cs")  # Multi30k task 1 pairs with a test_2016_flickr
 # bf16 autocast pays off on CPUs with bf16 matrix units (AMX, as here); the GRU recurrence
 # runs in fp32 anyway.
 EXTRA = {"multi30k-transformer": ["--set", "train.precision=bf16"]}
 
 
-def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path) -> float:
+def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path,
+          pair: str = "en-de") -> float:
+    src, tgt = pair.split("-")
     command = [sys.executable, "-m", "nmt_cli", "train", "--preset", preset,
-               "--data", str(corpus), "--run", str(run_dir), *EXTRA.get(preset, [])]
+               "--data", str(corpus), "--run", str(run_dir), *EXTRA.get(preset, []),
+               "--set", f"data.src_lang={src}", "--set", f"data.tgt_lang={tgt}"]
     if max_time:
         command += ["--max-time", max_time]
     start = time.perf_counter()
@@ -56,19 +62,20 @@ def chosen_weights(records: list[dict]) -> tuple[str, float | None, float | None
     return BEST_WEIGHTS, best, ema
 
 
-def score(run_dir: Path, corpus: Path) -> dict:
+def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.evaluate import evaluate
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
-    sources = read_lines(corpus / "test_2016_flickr.en.gz")
-    references = read_lines(corpus / "test_2016_flickr.de.gz")
+    src, tgt = pair.split("-")
+    sources = read_lines(corpus / f"test_2016_flickr.{src}.gz")
+    references = read_lines(corpus / f"test_2016_flickr.{tgt}.gz")
     steps = read_metrics(run_dir)
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
-    result = {"steps": last["step"], "epochs": last["epoch"],
+    result = {"pair": pair, "steps": last["step"], "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}
     for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
@@ -78,7 +85,7 @@ def score(run_dir: Path, corpus: Path) -> dict:
                                          quantize=quantize)
         hypotheses = translator.translate(sources, DecodeConfig(beam=beam, device="cpu"))
         seconds = time.perf_counter() - start
-        (run_dir / f"test_2016_flickr.{name}.de").write_text("\n".join(hypotheses) + "\n")
+        (run_dir / f"test_2016_flickr.{name}.{tgt}").write_text("\n".join(hypotheses) + "\n")
         bleu, chrf = evaluate(hypotheses, references, ("bleu", "chrf"))
         result[name] = {"bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
                         "bleu_lc": round(evaluate(hypotheses, references, ("bleu",),
@@ -93,12 +100,13 @@ def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     parser.add_argument("--max-time", help="override the presets' budget, e.g. 20m")
+    parser.add_argument("--pair", choices=PAIRS, default="en-de", help="the language pair")
     parser.add_argument("--score-only", action="store_true")
     add_data_option(parser)
     parser.add_argument("--out", type=Path, default=OUT / "quality", help="where the runs go")
     parser.add_argument("--json", type=Path, help="default: OUT/quality.json")
     args = parser.parse_args()
-    corpus = multi30k_dir(args.data)
+    corpus = multi30k_dir(args.data, args.pair)
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -109,18 +117,18 @@ def main() -> None:
             if run_dir.exists():
                 sys.exit(f"error: {run_dir} exists; remove it or pass --score-only")
             print(f"{preset}: training into {run_dir}", file=sys.stderr, flush=True)
-            minutes = train(preset, run_dir, args.max_time, corpus) / 60
+            minutes = train(preset, run_dir, args.max_time, corpus, args.pair) / 60
             result["wall_minutes"] = round(minutes, 1)
-        result.update(score(run_dir, corpus))
+        result.update(score(run_dir, corpus, args.pair))
         results[preset] = result
         print(json.dumps(result), flush=True)
     (args.json or args.out / "quality.json").write_text(json.dumps(results, indent=2) + "\n")
-    print("\n| preset | steps | epochs | minutes | BLEU beam 5 | chrF2 | BLEU lc | BLEU greedy "
-          "| BLEU beam 5 int8 | beam 5 sent/s (int8) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| preset | pair | steps | epochs | minutes | BLEU beam 5 | chrF2 | BLEU lc "
+          "| BLEU greedy | BLEU beam 5 int8 | beam 5 sent/s (int8) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results.values():
-        print(f"| {r['preset']} | {r['steps']:,} | {r['epochs']} | {r['train_minutes']} "
-              f"| {r['beam5']['bleu']:.2f} | {r['beam5']['chrf']:.2f} "
+        print(f"| {r['preset']} | {r['pair']} | {r['steps']:,} | {r['epochs']} "
+              f"| {r['train_minutes']} | {r['beam5']['bleu']:.2f} | {r['beam5']['chrf']:.2f} "
               f"| {r['beam5']['bleu_lc']:.2f} "
               f"| {r['greedy']['bleu']:.2f} | {r['beam5_int8']['bleu']:.2f} "
               f"| {r['beam5']['sentences_per_s']} ({r['beam5_int8']['sentences_per_s']}) |")

@@ -185,3 +185,48 @@ def test_race_runs_end_to_end_for_nmt(multi30k_layout, tmp_path):
     figures = json.loads((tmp_path / "r.json").read_text())["nmt"]
     assert 0 <= figures["bleu"] <= 100 and "nrefs:1" in figures["signature"]
     assert len((out / "nmt.test_2016_flickr.de").read_text().splitlines()) == 40
+
+
+@pytest.mark.slow
+def test_quality_trains_and_scores_the_pair_it_is_given(multi30k_layout, tmp_path):
+    corpus = tmp_path / "multi30k"
+    corpus.mkdir()
+    for path in multi30k_layout.iterdir():  # the sample's German under French names: en-fr only
+        (corpus / path.name.replace(".de.", ".fr.")).write_bytes(path.read_bytes())
+    out = tmp_path / "quality"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.quality", "--presets", "multi30k-gru", "--max-time",
+         "0.1m", "--pair", "en-fr", "--data", str(corpus), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads((out / "quality.json").read_text())["multi30k-gru"]
+    assert figures["pair"] == "en-fr" and "nrefs:1" in figures["beam5"]["signature"]
+    run = out / "multi30k-gru"
+    assert json.loads((run / "config.json").read_text())["config"]["data"]["tgt_lang"] == "fr"
+    assert len((run / "test_2016_flickr.beam5.fr").read_text().splitlines()) == 40
+    assert "| multi30k-gru | en-fr |" in result.stdout
+
+
+def test_a_peer_environment_cut_short_is_made_again(tmp_path, monkeypatch):
+    import bench.common as common
+
+    calls, fail = [], {"pip": True}
+
+    def run(command, check):  # venv makes bin/python; the first pip install is cut short
+        calls.append(command[-1])
+        if command[1:3] == ["-m", "venv"]:
+            (Path(command[-1]) / "bin").mkdir(parents=True)
+            (Path(command[-1]) / "bin" / "python").touch()
+        elif fail.pop("pip", False):
+            raise subprocess.CalledProcessError(1, command)
+
+    monkeypatch.setattr(common.subprocess, "run", run)
+    venv, install = tmp_path / "peer-venv", (["torch==2.13.0"], ["peer==1.0"])
+    with pytest.raises(subprocess.CalledProcessError):
+        common.ensure_venv(venv, install)
+    (venv / "leftover").touch()
+    assert common.ensure_venv(venv, install) == venv / "bin" / "python"
+    assert not (venv / "leftover").exists()  # made again from scratch
+    assert calls == [str(venv), "torch==2.13.0", str(venv), "torch==2.13.0", "peer==1.0"]
+    common.ensure_venv(venv, install)
+    assert len(calls) == 5  # finished: nothing is installed again
