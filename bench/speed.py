@@ -12,7 +12,8 @@ Each peer trains the reference Transformer with its own recommended batching (Jo
 eole's token batches, 64 shuffled sentences a batch for MarianMT), in fp32 and, where it has
 one, in bf16 autocast; MarianMT also with nmt's composition (length-sorted token batches).
 "vs fastest peer" compares nmt's own batches with the fastest peer at its own batching, in
-the same precision.
+the same precision. nmt's Transformer is also measured with `--compile` (torch.compile of its
+layers; its first steps compile, so it warms up longer: the JSON records the warm-up time).
 
     python -m bench.speed [--quick] [--peers joeynmt eole marian] [--data DIR] [--json FILE]
 
@@ -61,15 +62,22 @@ def joeynmt_style_batches(src_lens, tgt_lens, budget, seed):
     return group_by_budget(order, src_lens, tgt_lens, budget)
 
 
+# nmt's Transformer with --compile, measured with nmt's batches.
+COMPILED = {"transformer --compile": {"train.compile": True},
+            "transformer-bf16 --compile": {"train.precision": "bf16", "train.compile": True}}
+
+
 def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
-    """Train `steps` steps (after 3 warm-up steps) and report throughput and memory."""
+    """Train `steps` steps after some warm-up steps (3; 8 when compiled: the first ones
+    compile) and report throughput, memory and the warm-up time."""
     import torch
 
     from nmt_cli.config import Config, apply_overrides
     from nmt_cli.training import Trainer, prepare_run_dir
 
     torch.set_num_threads(2)
-    config = apply_overrides(Config(), {"data.data_dir": str(corpus), **NMT_REFERENCE[name]})
+    overrides = {**NMT_REFERENCE, **COMPILED}[name]
+    config = apply_overrides(Config(), {"data.data_dir": str(corpus), **overrides})
     run_dir = prepare_run_dir(Path(tempfile.mkdtemp()) / "run")
     trainer = Trainer(config, run_dir, lambda event: None)
     if batching == "joeynmt":
@@ -78,18 +86,19 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
                                         config.train.batch_tokens, seed=1)
     else:
         batches = trainer.epoch_batches(0)
-    for indices in batches[:3]:
+    warmup, started = (8 if config.train.compile else 3), time.perf_counter()
+    for indices in batches[:warmup]:
         trainer.train_step([indices])
-    tokens, started = 0, time.perf_counter()
-    for indices in batches[3 : 3 + steps]:
+    tokens, warmup_seconds, started = 0, time.perf_counter() - started, time.perf_counter()
+    for indices in batches[warmup : warmup + steps]:
         tokens += trainer.train_step([indices])[1]
     seconds = time.perf_counter() - started
     padded = sum(len(b) * (max(max(len(trainer.train_data.src[i]), len(trainer.train_data.tgt[i]))
                                 for i in b) + 1) for b in batches)
     real = sum(len(trainer.train_data.tgt[i]) + 1 for b in batches for i in b)
     return {"tokens_per_s": tokens / seconds, "seconds_per_step": seconds / steps,
-            "tgt_tokens_per_batch": real / len(batches), "padding_efficiency": real / padded,
-            "peak_rss_mb": peak_rss_mb()}
+            "warmup_seconds": warmup_seconds, "tgt_tokens_per_batch": real / len(batches),
+            "padding_efficiency": real / padded, "peak_rss_mb": peak_rss_mb()}
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
@@ -131,6 +140,8 @@ OWN_BATCHING = {"fp32": ("joeynmt transformer", "eole transformer (fp32)",
                 "bf16": ("eole transformer (bf16)", "marian transformer (hf batches, bf16)")}
 NMT_BY_PRECISION = {"fp32": "nmt transformer (nmt batches)",
                     "bf16": "nmt transformer-bf16 (nmt batches)"}
+COMPILED_BY_PRECISION = {"fp32": "nmt transformer --compile (nmt batches)",
+                         "bf16": "nmt transformer-bf16 --compile (nmt batches)"}
 
 
 def fastest_peer(results: dict[str, dict], precision: str) -> tuple[str, dict] | None:
@@ -175,6 +186,8 @@ def main() -> None:
             run = f"nmt {name} ({batching} batches)"
             results[run] = run_nmt(name, steps, batching, corpus)
             print(f"{run}: {results[run]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
+    for name in COMPILED:
+        results[f"nmt {name} (nmt batches)"] = run_nmt(name, steps, "nmt", corpus)
     if "joeynmt" in args.peers:
         python, files = setup_joeynmt(corpus)
         for name in JOEYNMT_CONFIGS:
@@ -194,7 +207,8 @@ def print_table(results: dict[str, dict]) -> None:
         base = baselines["gru" if "gru" in name else "transformer"]
         speed = f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "-"
         memory = f"{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}x" if base else "-"
-        precision = next((p for p, run in NMT_BY_PRECISION.items() if run == name), None)
+        precision = next((p for p in NMT_BY_PRECISION
+                          if name in (NMT_BY_PRECISION[p], COMPILED_BY_PRECISION[p])), None)
         fastest = fastest_peer(results, precision) if precision else None
         versus = (f"{r['tokens_per_s'] / fastest[1]['tokens_per_s']:.2f}x ({fastest[0]})"
                   if fastest else "-")

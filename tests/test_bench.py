@@ -110,6 +110,20 @@ def test_each_precision_is_compared_with_its_fastest_peer_at_its_own_batching():
     assert rows["training tok/s, transformer, vs JoeyNMT"][1:] == ("4.29x", ">= 4x", True)
 
 
+def test_the_compiled_transformer_is_compared_with_the_same_fastest_peer():
+    from bench.all import headline
+
+    figures = speed_figures(eole=2400.0, eole_bf16=3000.0)
+    figures["nmt transformer --compile (nmt batches)"] = {"tokens_per_s": 3600.0,
+                                                          "peak_rss_mb": 1100.0}
+    rows = {row[0]: row for row in headline({"speed": figures})}
+    assert rows["training tok/s, transformer fp32 --compile, vs fastest peer"][1] == \
+        "1.50x (eole transformer (fp32))"
+    assert rows["training tok/s, transformer fp32, vs fastest peer"][1] == \
+        "1.25x (eole transformer (fp32))"
+    assert "training tok/s, transformer bf16 --compile, vs fastest peer" not in rows  # not run
+
+
 def test_no_peer_measured_in_a_precision_gives_no_comparison():
     from bench.all import headline
 
