@@ -95,7 +95,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | mps
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
     accum: int = 1  # batches per update (gradient accumulation)
-    compile: bool = False  # torch.compile the model (worth it on GPUs)
+    compile: bool = False  # torch.compile the model (for GPUs; slower on CPUs, bench/RESULTS.md)
     # Keep the weights of the last K validations as step-N.safetensors, for `nmt average`; 0: off
     keep_last: int = 0
     # EMA of the weights (e.g. 0.999; warmed up in the first steps, see averaging.py), updated

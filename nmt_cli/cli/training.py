@@ -52,7 +52,7 @@ def train(
     accum: Annotated[int | None, typer.Option(
         help="Batches per update (gradient accumulation).")] = None,
     compile_model: Annotated[bool, typer.Option(
-        "--compile", help="Compile the model with torch.compile (pays off on GPUs).")] = False,
+        "--compile", help="torch.compile the model (for GPUs; slower on CPUs).")] = False,
     resume: Annotated[Path | None, typer.Option(
         help="Continue this run exactly where it stopped (--run on such a run does too).")
     ] = None,
