@@ -181,13 +181,11 @@ def main() -> None:
     corpus = multi30k_dir(args.data)
     steps, seconds = (15, 150) if args.quick else (40, 360)
     results: dict[str, dict] = {}
-    for name in NMT_REFERENCE:
-        for batching in ("nmt", "joeynmt"):
-            run = f"nmt {name} ({batching} batches)"
-            results[run] = run_nmt(name, steps, batching, corpus)
-            print(f"{run}: {results[run]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
-    for name in COMPILED:
-        results[f"nmt {name} (nmt batches)"] = run_nmt(name, steps, "nmt", corpus)
+    runs = [(name, batching) for name in NMT_REFERENCE for batching in ("nmt", "joeynmt")]
+    for name, batching in runs + [(name, "nmt") for name in COMPILED]:
+        run = f"nmt {name} ({batching} batches)"
+        results[run] = run_nmt(name, steps, batching, corpus)
+        print(f"{run}: {results[run]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
     if "joeynmt" in args.peers:
         python, files = setup_joeynmt(corpus)
         for name in JOEYNMT_CONFIGS:
