@@ -34,7 +34,6 @@ def multi30k_files(pair: str = "en-de") -> tuple[str, ...]:
                  for lang in pair.split("-"))
 
 
-MULTI30K_FILES = multi30k_files()
 MIRROR_VARIABLE = "NMT_MULTI30K_MIRROR"  # a local folder to copy Multi30k from, if set
 
 THREADS = 2  # every CPU comparison gives both sides 2 threads
@@ -208,7 +207,7 @@ def prepare_joeynmt_data(python: Path, corpus: Path) -> dict[str, Path]:
     They are made again when `corpus` is not the folder they were made from."""
     data = OUT / "joeynmt-data"
     made_from(data, corpus)
-    for name in MULTI30K_FILES:
+    for name in multi30k_files():
         target = data / name.removesuffix(".gz")
         if not target.exists():
             target.write_bytes(gzip.decompress((corpus / name).read_bytes()))

@@ -140,8 +140,8 @@ OWN_BATCHING = {"fp32": ("joeynmt transformer", "eole transformer (fp32)",
                 "bf16": ("eole transformer (bf16)", "marian transformer (hf batches, bf16)")}
 NMT_BY_PRECISION = {"fp32": "nmt transformer (nmt batches)",
                     "bf16": "nmt transformer-bf16 (nmt batches)"}
-COMPILED_BY_PRECISION = {"fp32": "nmt transformer --compile (nmt batches)",
-                         "bf16": "nmt transformer-bf16 --compile (nmt batches)"}
+COMPILED_BY_PRECISION = {overrides.get("train.precision", "fp32"): f"nmt {name} (nmt batches)"
+                         for name, overrides in COMPILED.items()}
 
 
 def fastest_peer(results: dict[str, dict], precision: str) -> tuple[str, dict] | None:
