@@ -2,11 +2,15 @@
 
 On the CPU the mask comes from `keep_mask`, and the backward pass keeps a boolean mask (1 byte
 an element, where torch's float mask holds 4): torch's own bernoulli draw took about a quarter
-of a Transformer training step there. On other devices this is torch's dropout.
+of a Transformer training step there. The mask is applied as a product with its 0/1 values
+read as bytes (`factor`): torch's CPU kernels for boolean masks (masked_fill, where, a
+product with a bool tensor) took three to ten times as long. On other devices this is torch's
+dropout.
 
 `relu_dropout` is ReLU followed by dropout, the inside of the Transformer's feed-forward
 layer, as one step whose backward pass needs nothing but the output (which the next linear
-layer keeps anyway): a kept element passed ReLU exactly where the output is above 0.
+layer keeps anyway): a kept element passed ReLU exactly where the output is above 0, the test
+that ReLU's own backward kernel (threshold_backward) makes.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
     return bits >= round(-32768 + p * 65536)  # P(keep) = 1 - p, to 1/65536
 
 
+def factor(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The boolean mask as 1.0 (kept) and 0.0 (dropped) in `dtype`, converted from its bytes."""
+    return keep.view(torch.uint8).to(dtype)
+
+
 class _KeepAndScale(torch.autograd.Function):
     """x where `keep`, else 0, times `scale`; the backward pass needs only the boolean mask."""
 
@@ -33,12 +42,12 @@ class _KeepAndScale(torch.autograd.Function):
     def forward(ctx, x, keep, scale):
         ctx.save_for_backward(keep)
         ctx.scale = scale
-        return x.masked_fill(~keep, 0.0).mul_(scale)
+        return factor(keep, x.dtype).mul_(x).mul_(scale)
 
     @staticmethod
     def backward(ctx, grad):
         (keep,) = ctx.saved_tensors
-        return grad.masked_fill(~keep, 0.0).mul_(ctx.scale), None, None
+        return factor(keep, grad.dtype).mul_(grad).mul_(ctx.scale), None, None
 
 
 class _ReluKeepAndScale(torch.autograd.Function):
@@ -46,7 +55,7 @@ class _ReluKeepAndScale(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, keep, scale):
-        out = torch.relu(x).masked_fill_(~keep, 0.0).mul_(scale)
+        out = factor(keep, x.dtype).mul_(x).relu_().mul_(scale)
         ctx.save_for_backward(out)
         ctx.scale = scale
         return out
@@ -54,7 +63,8 @@ class _ReluKeepAndScale(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return grad.masked_fill(out <= 0, 0.0).mul_(ctx.scale), None, None
+        return (torch.ops.aten.threshold_backward(grad, out, 0.0).mul_(ctx.scale),  # out > 0
+                None, None)
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:

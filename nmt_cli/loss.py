@@ -5,13 +5,15 @@ For decoder features h (one row per target position) and the output matrix W (vo
     logits = h W^T,   p = softmax(logits),   loss = sum over positions of CE(p, target)
 
 with label smoothing eps: CE = (1 - eps) * -log p[target] + eps * mean over the vocabulary of
--log p. Padding positions are left out before the projection, so they cost nothing.
+-log p, which is the cross-entropy of p against the smoothed target distribution
+q = (1 - eps) * onehot(target) + eps / vocab. Its gradient with respect to the logits is p - q.
+Padding positions are left out before the projection, so they cost nothing.
 
 The logits of a whole batch are large (4,096 positions x 8,000 words is 131 MB in float32, and
 the softmax and its gradient need as much again each). `output_cross_entropy` never holds more
 than one slice of them: during training it computes each slice's loss and, in the same pass,
-its gradients with respect to h and W (through torch's fused cross-entropy and its backward),
-keeps those small gradients, and frees the slice. The backward pass then only scales them.
+its gradient p - q (written over the slice's logits), and from it the small gradients with
+respect to h and W; then it frees the slice. The backward pass only scales those gradients.
 """
 
 from __future__ import annotations
@@ -43,26 +45,49 @@ def _real_positions(features: torch.Tensor, targets: torch.Tensor,
     return rows, flat.index_select(0, rows), flat_targets.index_select(0, rows)
 
 
+def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The summed cross-entropy of softmax(logits) (rows, vocab; float32) against the smoothed
+    targets q, and its gradient with respect to the logits, p - q, written over `logits`."""
+    eps, vocab = label_smoothing, logits.size(-1)
+    log_normaliser = torch.logsumexp(logits, dim=-1, keepdim=True)  # log p = logits - this
+    target_logits = logits.gather(1, targets.unsqueeze(1))
+    # -sum_v q_v log p_v, with sum_v q_v = 1
+    loss = (log_normaliser - (1 - eps) * target_logits).sum() - eps / vocab * logits.sum()
+    grad = logits.sub_(log_normaliser).exp_()  # p
+    if eps:
+        grad.sub_(eps / vocab)
+    return loss, grad.scatter_add_(1, targets.unsqueeze(1), torch.full_like(target_logits, eps - 1))
+
+
+def matmul_dtype(x: torch.Tensor) -> torch.dtype:
+    """The type of a matrix product of x: autocast's where it is on, else x's own."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
 class _OutputLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, features, weight, targets, label_smoothing, positions):
-        rows, h, y = _real_positions(features.detach(), targets, positions)
-        w = weight.detach().requires_grad_()
-        grad_h, grad_w = torch.empty_like(h), torch.zeros_like(w)
+        rows, h, y = _real_positions(features, targets, positions)
+        dtype = matmul_dtype(h)
+        h, w = h.to(dtype), weight.to(dtype)
+        grad_h = torch.empty(h.shape, dtype=torch.float32, device=h.device)
+        grad_w = torch.zeros(w.shape, dtype=torch.float32, device=h.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
         for start in range(0, h.size(0), step):
-            h_slice = h[start : start + step].detach().requires_grad_()
-            with torch.enable_grad():
-                logits = F.linear(h_slice, w).float()
-                loss = F.cross_entropy(logits, y[start : start + step], reduction="sum",
-                                       label_smoothing=label_smoothing)
-                g_h, g_w = torch.autograd.grad(loss, (h_slice, w))
-            grad_h[start : start + step] = g_h
-            grad_w += g_w
-            total += loss.detach()
+            h_slice = h[start : start + step]
+            logits = (h_slice @ w.T).float()
+            loss, grad_logits = softmax_cross_entropy(logits, y[start : start + step],
+                                                      label_smoothing)
+            grad_logits = grad_logits.to(dtype)
+            grad_h[start : start + step] = grad_logits @ w
+            grad_w += grad_logits.T @ h_slice
+            total += loss
         ctx.save_for_backward(rows, grad_h, grad_w)
         ctx.features_shape, ctx.features_dtype = features.shape, features.dtype
+        ctx.weight_dtype = weight.dtype
         return total
 
     @staticmethod
@@ -73,7 +98,7 @@ class _OutputLoss(torch.autograd.Function):
                                     device=grad_h.device)
         grad_features.index_copy_(0, rows, grad_h * grad_total)
         grad_features = grad_features.view(ctx.features_shape).to(ctx.features_dtype)
-        return grad_features, grad_w * grad_total, None, None, None
+        return grad_features, (grad_w * grad_total).to(ctx.weight_dtype), None, None, None
 
 
 def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,

@@ -54,3 +54,16 @@ def test_sliced_loss_under_bf16_autocast_stays_close_to_float32():
     assert got.dtype == torch.float32
     assert abs(got.item() - expected.item()) / expected.item() < 0.02
     assert features.grad.dtype == torch.float32 and weight.grad.dtype == torch.float32
+    expected_grads = torch.autograd.grad(expected, (features, weight))
+    for g, e in zip((features.grad, weight.grad), expected_grads):
+        assert (g - e).norm() / e.norm() < 0.02  # the gradients too, to bf16's precision
+
+
+def test_softmax_cross_entropy_gradient_is_p_minus_q():
+    logits = torch.randn(3, 6, generator=torch.Generator().manual_seed(2))
+    targets = torch.tensor([1, 5, 0])
+    loss, grad = loss_module.softmax_cross_entropy(logits.clone(), targets, 0.3)
+    q = torch.full((3, 6), 0.3 / 6)
+    q[torch.arange(3), targets] += 0.7
+    assert torch.allclose(grad, torch.softmax(logits, -1) - q, atol=1e-6)
+    assert torch.allclose(loss, -(q * torch.log_softmax(logits, -1)).sum(), rtol=1e-6)
