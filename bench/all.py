@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from .common import OUT, ROOT, TARGETS, add_data_option, multi30k_dir, new_parser
-from .speed import COMPILED_BY_PRECISION, NMT_BY_PRECISION, fastest_peer
+from .speed import COMPILED_BY_PRECISION, NMT_BY_PRECISION, shown_versus, versus_fastest
 
 PARTS = {  # module: (arguments of the full run, of the quick run or None to skip, reads Multi30k)
     "speed": ([], ["--quick"], True),
@@ -91,14 +91,11 @@ def speed_rows(speed: dict, add) -> None:
                 measured = f"{x:.2f}x ({mine:,.0f} MB)"
             add(f"{figure}, {run}, vs JoeyNMT", measured, x)
     for precision, run in NMT_BY_PRECISION.items():
-        fastest = fastest_peer(speed, precision)
-        if fastest is None:
-            continue
         for mine, option in ((run, ""), (COMPILED_BY_PRECISION[precision], " --compile")):
-            if mine in speed:
-                x = speed[mine]["tokens_per_s"] / fastest[1]["tokens_per_s"]
+            compared = versus_fastest(speed, mine, precision)
+            if compared:
                 add(f"training tok/s, transformer {precision}{option}, vs fastest peer",
-                    f"{x:.2f}x ({fastest[0]})", x)
+                    shown_versus(compared), compared[0])
 
 
 def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:

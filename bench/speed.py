@@ -15,7 +15,14 @@ one, in bf16 autocast; MarianMT also with nmt's composition (length-sorted token
 the same precision. nmt's Transformer is also measured with `--compile` (torch.compile of its
 layers; its first steps compile, so it warms up longer: the JSON records the warm-up time).
 
-    python -m bench.speed [--quick] [--peers joeynmt eole marian] [--data DIR] [--json FILE]
+A machine's speed drifts by a third or more within minutes, so the runs behind "vs fastest
+peer" are made in rounds (3; 2 with --quick), each round in the reverse order of the one
+before: nmt fp32, the peers fp32, nmt bf16, the peers bf16. Each round gives a ratio of its
+own (nmt over the fastest peer of that round), and the table shows their median beside them.
+The other rows run once.
+
+    python -m bench.speed [--quick] [--rounds N] [--peers joeynmt eole marian] [--data DIR]
+                          [--json FILE]
 
 Each peer is installed on first use into a virtual environment of its own under bench/out
 (torch 2.13.0 CPU beside it), as bench/peers/README.md describes.
@@ -31,11 +38,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import peer_eole, peer_marian
 from .common import (
-    JOEYNMT_CONFIGS,
     NMT_REFERENCE,
     OUT,
     ROOT,
@@ -114,8 +122,9 @@ def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run_joeynmt(name: str, seconds: int, python: Path, files: dict[str, Path]) -> dict:
+def run_joeynmt(name: str, seconds: int, corpus: Path) -> dict:
     """Train JoeyNMT for `seconds`, then stop it with SIGINT; median of its logged windows."""
+    python, files = setup_joeynmt(corpus)
     print(f"joeynmt {name}: training for {seconds} s", file=sys.stderr, flush=True)
     out = Path(tempfile.mkdtemp()) / "model"
     config = out.parent / "config.yaml"
@@ -144,29 +153,97 @@ COMPILED_BY_PRECISION = {overrides.get("train.precision", "fp32"): f"nmt {name} 
                          for name, overrides in COMPILED.items()}
 
 
-def fastest_peer(results: dict[str, dict], precision: str) -> tuple[str, dict] | None:
-    """The peer run with the most target tokens/s in `precision`, at its own batching."""
-    runs = [(name, results[name]) for name in OWN_BATCHING[precision] if name in results]
-    return max(runs, key=lambda run: run[1]["tokens_per_s"], default=None)
+def versus_fastest(results: dict[str, dict], mine: str,
+                   precision: str) -> tuple[float, str, list[float]] | None:
+    """`mine` against the fastest peer at its own batching in `precision`: the median ratio,
+    the peer with the highest median tok/s, and the ratios. Where `mine` and every peer were
+    measured in the same rounds, each round gives a ratio (mine over the fastest peer of that
+    round); a row run once is compared with the peers' medians."""
+    peers = [name for name in OWN_BATCHING[precision] if name in results]
+    if mine not in results or not peers:
+        return None
+    fastest = max(peers, key=lambda name: results[name]["tokens_per_s"])
+    rounds = results[mine].get("rounds", [])
+    if len(rounds) > 1 and all(len(results[p].get("rounds", [])) == len(rounds) for p in peers):
+        ratios = [speed / max(results[p]["rounds"][i] for p in peers)
+                  for i, speed in enumerate(rounds)]
+    else:
+        ratios = [results[mine]["tokens_per_s"] / results[fastest]["tokens_per_s"]]
+    return statistics.median(ratios), fastest, ratios
 
 
-def run_peers(peers: list[str], seconds: int, corpus: Path) -> dict[str, dict]:
-    """The Transformer runs of eole and MarianMT (JoeyNMT's are run apart: it has a GRU too)."""
-    results = {}
-    if "eole" in peers:
-        for precision in ("fp32", "bf16"):
-            results[f"eole transformer ({precision})"] = peer_eole.train_speed(
-                seconds, precision, corpus)
+def shown_versus(versus: tuple[float, str, list[float]]) -> str:
+    """'1.62x (eole transformer (fp32))', with each round's ratio when there were rounds."""
+    ratio, fastest, ratios = versus
+    rounds = f"; rounds {' / '.join(f'{r:.2f}x' for r in ratios)}" if len(ratios) > 1 else ""
+    return f"{ratio:.2f}x ({fastest}{rounds})"
+
+
+def paired_runs(peers: list[str], steps: int, seconds: int,
+                corpus: Path) -> list[tuple[str, Callable[[], dict]]]:
+    """The runs that "vs fastest peer" compares, in the order of one round: nmt's Transformer
+    with its own batches, then each peer at its own recommended batching, fp32 then bf16."""
+    runs: list[tuple[str, Callable[[], dict]]] = []
+    for precision, mine in NMT_BY_PRECISION.items():
+        name = "transformer" if precision == "fp32" else "transformer-bf16"
+        runs.append((mine, partial(run_nmt, name, steps, "nmt", corpus)))
+        if precision == "fp32" and "joeynmt" in peers:
+            runs.append(("joeynmt transformer", partial(run_joeynmt, "transformer", seconds,
+                                                        corpus)))
+        if "eole" in peers:
+            runs.append((f"eole transformer ({precision})",
+                         partial(peer_eole.train_speed, seconds, precision, corpus)))
+        if "marian" in peers:
+            runs.append((f"marian transformer (hf batches, {precision})",
+                         partial(peer_marian.train_speed, seconds, precision, "hf", corpus)))
+    return runs
+
+
+def add_round(results: dict[str, dict], name: str, figures: dict) -> None:
+    """One more measurement of a run: its row keeps each round's tok/s ("rounds") and shows
+    their median, the highest peak memory, and the other figures of the last round."""
+    row = results.setdefault(name, {"rounds": [], "peak_rss_mb": 0.0})
+    row.update({key: value for key, value in figures.items()
+                if key not in ("tokens_per_s", "peak_rss_mb")})
+    row["rounds"].append(figures["tokens_per_s"])
+    row["tokens_per_s"] = statistics.median(row["rounds"])
+    row["peak_rss_mb"] = max(row["peak_rss_mb"], figures["peak_rss_mb"])
+
+
+def measure(peers: list[str], steps: int, seconds: int, rounds: int,
+            corpus: Path) -> dict[str, dict]:
+    """Every run: the paired ones in `rounds` rounds, each in the reverse order of the one
+    before, so that a steady drift of the machine's speed weighs on both sides alike; then
+    the rows that run once. nmt's rows first, then the peers', each by name."""
+    results: dict[str, dict] = {}
+    paired = paired_runs(peers, steps, seconds, corpus)
+    for index in range(rounds):
+        for name, run in (paired if index % 2 == 0 else paired[::-1]):
+            add_round(results, name, run())
+            print(f"{name}: {results[name]['rounds'][-1]:,.0f} tok/s", file=sys.stderr)
+    once = [(f"nmt {name} ({batching} batches)", partial(run_nmt, name, steps, batching, corpus))
+            for name in NMT_REFERENCE for batching in ("nmt", "joeynmt")
+            if f"nmt {name} ({batching} batches)" not in results]
+    once += [(f"nmt {name} (nmt batches)", partial(run_nmt, name, steps, "nmt", corpus))
+             for name in COMPILED]
+    if "joeynmt" in peers:
+        once.append(("joeynmt gru-bahdanau", partial(run_joeynmt, "gru-bahdanau", seconds,
+                                                     corpus)))
     if "marian" in peers:
-        for batching, precision in (("hf", "fp32"), ("hf", "bf16"), ("tokens", "fp32")):
-            results[f"marian transformer ({batching} batches, {precision})"] = \
-                peer_marian.train_speed(seconds, precision, batching, corpus)
-    return results
+        once.append(("marian transformer (tokens batches, fp32)",
+                     partial(peer_marian.train_speed, seconds, "fp32", "tokens", corpus)))
+    for name, run in once:
+        results[name] = run()
+        print(f"{name}: {results[name]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
+    return dict(sorted(results.items(), key=lambda item: (not item[0].startswith("nmt"),
+                                                          item[0])))
 
 
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--quick", action="store_true", help="fewer steps, shorter peer runs")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds of the runs behind 'vs fastest peer' (default 3; 2 quick)")
     parser.add_argument("--peers", nargs="*", choices=PEER_NAMES, default=list(PEER_NAMES),
                         help="the peers to measure (default: all; none: nmt alone)")
     add_data_option(parser)
@@ -178,19 +255,12 @@ def main() -> None:
     if args.worker:
         print(json.dumps(nmt_worker(args.worker, args.steps, args.batching, args.data)))
         return
+    if args.rounds < 0:
+        raise SystemExit(f"--rounds must be at least 1 (got {args.rounds})")
     corpus = multi30k_dir(args.data)
     steps, seconds = (15, 150) if args.quick else (40, 360)
-    results: dict[str, dict] = {}
-    runs = [(name, batching) for name in NMT_REFERENCE for batching in ("nmt", "joeynmt")]
-    for name, batching in runs + [(name, "nmt") for name in COMPILED]:
-        run = f"nmt {name} ({batching} batches)"
-        results[run] = run_nmt(name, steps, batching, corpus)
-        print(f"{run}: {results[run]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
-    if "joeynmt" in args.peers:
-        python, files = setup_joeynmt(corpus)
-        for name in JOEYNMT_CONFIGS:
-            results[f"joeynmt {name}"] = run_joeynmt(name, seconds, python, files)
-    results.update(run_peers(args.peers, seconds, corpus))
+    rounds = args.rounds or (2 if args.quick else 3)
+    results = measure(args.peers, steps, seconds, rounds, corpus)
     print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -207,9 +277,8 @@ def print_table(results: dict[str, dict]) -> None:
         memory = f"{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}x" if base else "-"
         precision = next((p for p in NMT_BY_PRECISION
                           if name in (NMT_BY_PRECISION[p], COMPILED_BY_PRECISION[p])), None)
-        fastest = fastest_peer(results, precision) if precision else None
-        versus = (f"{r['tokens_per_s'] / fastest[1]['tokens_per_s']:.2f}x ({fastest[0]})"
-                  if fastest else "-")
+        compared = versus_fastest(results, name, precision) if precision else None
+        versus = shown_versus(compared) if compared else "-"
         print(f"| {name} | {r['tokens_per_s']:,.0f} | {speed} | {versus} "
               f"| {r['peak_rss_mb']:,.0f} MB | {memory} |")
 

@@ -132,6 +132,39 @@ def test_no_peer_measured_in_a_precision_gives_no_comparison():
     assert "training tok/s, transformer bf16, vs fastest peer" not in figures
 
 
+def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp_path):
+    from bench import speed
+
+    # nmt fp32 and eole fp32 in three rounds: 1.5x, 1.5x, then 1.0x in a round where only
+    # nmt ran slow. The median of the rounds' ratios is 1.5x; the ratio of the medians
+    # (2,000 against 2,000) would have said 1.0x.
+    figures = {"nmt transformer": [3000.0, 1500.0, 2000.0], "nmt transformer-bf16": [4000.0] * 3,
+               "eole fp32": [2000.0, 1000.0, 2000.0], "eole bf16": [2000.0] * 3}
+    calls = []
+
+    def measured(name: str) -> dict:
+        calls.append(name)
+        speeds = figures.get(name, [500.0])
+        return {"tokens_per_s": speeds[(calls.count(name) - 1) % len(speeds)],
+                "peak_rss_mb": 1000.0 + len(calls)}
+
+    monkeypatch.setattr(speed, "run_nmt", lambda name, steps, batching, corpus: measured(
+        f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"))
+    monkeypatch.setattr(speed.peer_eole, "train_speed",
+                        lambda seconds, precision, corpus: measured(f"eole {precision}"))
+    results = speed.measure(["eole"], 15, 150, 3, tmp_path)
+    one_round = ["nmt transformer", "eole fp32", "nmt transformer-bf16", "eole bf16"]
+    assert calls[:12] == one_round + one_round[::-1] + one_round
+    assert calls.count("nmt transformer") == 3  # the rows run once are not run again
+    fp32 = speed.versus_fastest(results, "nmt transformer (nmt batches)", "fp32")
+    assert fp32 == (1.5, "eole transformer (fp32)", [1.5, 1.5, 1.0])
+    assert speed.shown_versus(fp32) == \
+        "1.50x (eole transformer (fp32); rounds 1.50x / 1.50x / 1.00x)"
+    row = results["nmt transformer (nmt batches)"]
+    assert row["tokens_per_s"] == 2000.0 and row["peak_rss_mb"] == 1009.0
+    assert list(results)[-2:] == ["eole transformer (bf16)", "eole transformer (fp32)"]
+
+
 def test_eole_log_windows_and_config_entries():
     from bench.peer_eole import WINDOW, set_entry
 
