@@ -44,6 +44,20 @@ def mixed_precision(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()
 
 
+def matmul_dtype(x: torch.Tensor) -> torch.dtype:
+    """The type of a matrix product of x: autocast's where it is on, else x's own."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
+def matmul_input(x: torch.Tensor) -> torch.Tensor:
+    """x in the type of its matrix products, cast once for all of them. Under autocast each
+    product casts its float32 input anew (and casts its gradient back), so an input that
+    several products read, such as a LayerNorm's output that feeds the query, key and value
+    projections, is cast here instead."""
+    return x.to(matmul_dtype(x))
+
+
 def fast_kernels(device: torch.device) -> None:
     """For training and decoding on NVIDIA GPUs: TF32 matrix products for float32 work
     (Ampere and later; cuDNN's RNNs use TF32 by default), and no cuDNN attention. cuDNN

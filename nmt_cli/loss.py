@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .devices import matmul_dtype
 from .special_tokens import PAD_ID
 
 SLICE_ELEMENTS = 2**21  # logits per slice on a CPU: 2M floats, 8 MB in float32, cache-sized
@@ -58,12 +59,6 @@ def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smo
     if eps:
         grad.sub_(eps / vocab)
     return loss, grad.scatter_add_(1, targets.unsqueeze(1), torch.full_like(target_logits, eps - 1))
-
-
-def matmul_dtype(x: torch.Tensor) -> torch.dtype:
-    """The type of a matrix product of x: autocast's where it is on, else x's own."""
-    device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 class _OutputLoss(torch.autograd.Function):

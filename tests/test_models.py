@@ -188,3 +188,31 @@ def test_compiled_features_meet_new_lengths_without_recompiling(monkeypatch):
     torch._dynamo.reset()
     assert graphs[-1] == graphs[0]  # the first batch's graph served every later one
     assert not compile_features(tiny_model("gru"))
+
+
+class BFloat16Casts(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the shape of every tensor cast to bfloat16."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16:
+            self.shapes.append(tuple(args[0].shape))
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["prenorm", "postnorm"])
+def test_under_autocast_each_sublayer_input_is_cast_once(norm_first):
+    # Autocast casts a product's float32 input anew for each product: the query, key and
+    # value projections read one LayerNorm output, and every decoder layer reads the memory.
+    model = tiny_model("transformer", norm_first=norm_first).train()
+    src, tgt = random_tokens(2, 7), teacher_forced_input(2, 5)
+    with torch.autocast("cpu", dtype=torch.bfloat16), BFloat16Casts() as casts:
+        model.features(src, tgt)
+    activations = [shape for shape in casts.shapes if len(shape) == 3]
+    layers = len(model.encoder_layers), len(model.decoder_layers)
+    # one a sub-layer (2 an encoder layer, 3 a decoder layer), and the memory once
+    assert len(activations) == 2 * layers[0] + 3 * layers[1] + 1

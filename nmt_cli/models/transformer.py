@@ -25,6 +25,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
+from ..devices import matmul_input
 from ..dropout import Dropout, relu_dropout
 from .base import DecoderState, Seq2Seq, pick_rows
 
@@ -71,7 +72,7 @@ class Residual(nn.Module):
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """`sublayer(h)` returns (output, extra); extra (weights, cache) is passed through."""
-        out, extra = sublayer(self.norm(x) if self.norm_first else x)
+        out, extra = sublayer(matmul_input(self.norm(x) if self.norm_first else x))
         x = x + self.dropout(out)
         return (x if self.norm_first else self.norm(x)), extra
 
@@ -214,7 +215,7 @@ class Transformer(Seq2Seq):
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                need_weights: bool = False) -> tuple[torch.Tensor, list]:
         x = self.embed(tgt_in, self.tgt_embedding)
-        weights = []
+        memory, weights = matmul_input(memory), []  # read by every layer's cross-attention
         for layer in self.decoder_layers:
             x, layer_weights = layer(x, memory, src_mask, need_weights)
             weights.append(layer_weights)
