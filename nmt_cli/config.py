@@ -206,11 +206,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # Multi30k: the reference GRU of bench/peers (bidirectional encoder, Bahdanau attention
     # with input feeding, 256 wide, about 4M parameters) with more dropout for the ~30 epochs
-    # that fit in 60 minutes on two CPU cores, the rate halved when validation BLEU stalls, and
-    # an EMA of the weights (chosen on val in a 20-minute run: bench/RESULTS.md).
+    # that fit in 60 minutes on two CPU cores, a rate of 2e-3 halved when validation BLEU
+    # stalls, and an EMA of the weights (both chosen on val in 20-minute runs: bench/RESULTS.md).
     "multi30k-gru": {
         "model.arch": "gru", "model.attention": "additive", "model.dropout": 0.3,
-        "train.lr": 1e-3, "train.schedule": "plateau", "train.validate_every": 300,
+        "train.lr": 2e-3, "train.schedule": "plateau", "train.validate_every": 300,
         "train.ema_decay": 0.999, "train.max_time": 3600.0,
     },
     # Transformer base and big (Vaswani et al., 2017) for WMT-size corpora on GPUs: batches of
