@@ -242,7 +242,7 @@ def measure(peers: list[str], steps: int, seconds: int, rounds: int,
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--quick", action="store_true", help="fewer steps, shorter peer runs")
-    parser.add_argument("--rounds", type=int, default=0,
+    parser.add_argument("--rounds", type=int,
                         help="rounds of the runs behind 'vs fastest peer' (default 3; 2 quick)")
     parser.add_argument("--peers", nargs="*", choices=PEER_NAMES, default=list(PEER_NAMES),
                         help="the peers to measure (default: all; none: nmt alone)")
@@ -255,7 +255,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(nmt_worker(args.worker, args.steps, args.batching, args.data)))
         return
-    if args.rounds < 0:
+    if args.rounds is not None and args.rounds < 1:
         raise SystemExit(f"--rounds must be at least 1 (got {args.rounds})")
     corpus = multi30k_dir(args.data)
     steps, seconds = (15, 150) if args.quick else (40, 360)
