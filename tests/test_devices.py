@@ -77,13 +77,14 @@ def fp32(**changes) -> Config:
 
 def test_the_fused_optimizer_flag_follows_the_current_device():
     model = torch.nn.Linear(4, 4)
-    on_cpu, on_cuda = (Updater(model, fp32(), torch.device(kind)) for kind in ("cpu", "cuda"))
-    assert on_cuda.optimizer.param_groups[0]["fused"] and not on_cpu.optimizer.param_groups[0][
-        "fused"]
-    on_cuda.load_state_dict(on_cpu.state_dict())  # a CPU-saved run resumed on CUDA
+    on_cpu, on_cuda, on_mps = (Updater(model, fp32(), torch.device(kind))
+                               for kind in ("cpu", "cuda", "mps"))
+    assert on_cpu.optimizer.param_groups[0]["fused"] and on_cuda.optimizer.param_groups[0][
+        "fused"] and not on_mps.optimizer.param_groups[0]["fused"]
+    on_cuda.load_state_dict(on_mps.state_dict())  # saved where AdamW was not fused
     assert on_cuda.optimizer.param_groups[0]["fused"]
-    on_cpu.load_state_dict(on_cuda.state_dict())  # and back
-    assert not on_cpu.optimizer.param_groups[0]["fused"]
+    on_mps.load_state_dict(on_cpu.state_dict())  # and the other way
+    assert not on_mps.optimizer.param_groups[0]["fused"]
 
 
 def test_output_loss_slices_follow_the_device():
