@@ -67,7 +67,7 @@ class Step(Enum):
 
 
 # Optimizer flags that describe the machine, not the run: kept as built for this device when a
-# state saved elsewhere is loaded (a CPU-saved run resumed on CUDA uses the fused kernel).
+# state saved elsewhere is loaded (a run saved where AdamW was not fused resumes fused here).
 DEVICE_FLAGS = ("fused", "foreach", "capturable", "differentiable")
 
 
