@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import torch
 
@@ -67,3 +68,14 @@ def fast_kernels(device: torch.device) -> None:
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
         torch.backends.cuda.enable_cudnn_sdp(False)
+
+
+def without_triton(device: torch.device) -> None:
+    """Keep Triton, the GPU kernel compiler that PyTorch's CUDA build installs, out of a CPU
+    process. Building any torch optimizer imports torch._dynamo (its methods are guarded
+    against torch.compile), and that imports Triton whenever it is installed: 80 MB of a
+    2-core Transformer training process's 1.6 GB peak with torch 2.13.0+cu130, for nothing,
+    since torch.compile on the CPU generates C++ (bench/RESULTS.md). Marked absent, as in the
+    CPU build. Once imported, it stays."""
+    if device.type == "cpu" and "triton" not in sys.modules:
+        sys.modules["triton"] = None  # `import triton` now raises ImportError

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from .config import Config
-from .devices import autocast_dtype
+from .devices import autocast_dtype, without_triton
 
 
 def lr_factor(step: int, schedule: str, warmup_steps: int, done: float = 0.0) -> float:
@@ -34,6 +34,7 @@ def make_optimizer(model: torch.nn.Module, config: Config,
     pass over each parameter's memory: the update 3.5x faster than the loop over tensors on
     two cores, bench/RESULTS.md)."""
     t = config.train
+    without_triton(device)  # AdamW's first call imports torch._dynamo
     return torch.optim.AdamW(model.parameters(), lr=t.lr, betas=(t.adam_beta1, t.adam_beta2),
                              eps=t.adam_eps, weight_decay=t.weight_decay,
                              fused=device.type in FUSED_ADAMW or None)

@@ -122,3 +122,22 @@ def test_cuda_work_gets_tf32_and_no_cudnn_attention(monkeypatch):
     assert calls == []
     fast_kernels(torch.device("cuda", 0))
     assert calls == ["high", False]
+
+
+def test_a_cpu_optimizer_leaves_triton_out(monkeypatch):
+    """Building an optimizer imports torch._dynamo, which imports Triton when it is installed
+    (torch's CUDA build): on the CPU nmt marks it absent first; on CUDA it stays importable."""
+    import sys
+
+    from nmt_cli.optim import make_optimizer
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # so that the test's end restores it
+    monkeypatch.delitem(sys.modules, "triton")
+    config = Config()
+    make_optimizer(torch.nn.Linear(2, 2), config, torch.device("cuda"))
+    assert "triton" not in sys.modules or sys.modules["triton"] is not None
+    monkeypatch.delitem(sys.modules, "triton", raising=False)
+    make_optimizer(torch.nn.Linear(2, 2), config, torch.device("cpu"))
+    assert "triton" in sys.modules
+    with pytest.raises(ImportError):
+        import triton  # noqa: F401
