@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .devices import in_row_blocks
 from .dropout import dropout as drop
 from .special_tokens import PAD_ID
 
@@ -86,7 +87,8 @@ class MultiHeadAttention(nn.Module):
 
     def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """K = X W_K and V = X W_V, each (batch, heads, len, d_head): what a cache keeps."""
-        return self.split_heads(self.key_proj(x)), self.split_heads(self.value_proj(x))
+        return (self.split_heads(in_row_blocks(self.key_proj, x)),
+                self.split_heads(in_row_blocks(self.value_proj, x)))
 
     def attend(
         self, x: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -98,7 +100,7 @@ class MultiHeadAttention(nn.Module):
         Returns the output (batch, q_len, d_model) and, if asked, the weights
         (batch, heads, q_len, k_len).
         """
-        query = self.split_heads(self.query_proj(x))  # (batch, heads, q_len, d_head)
+        query = self.split_heads(in_row_blocks(self.query_proj, x))  # (batch, heads, q_len, d_k)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, 1, k_len): the same for every head
         dropout = self.dropout if self.training else 0.0
@@ -106,7 +108,7 @@ class MultiHeadAttention(nn.Module):
                                                         dropout, need_weights)
         batch, _, q_len, _ = context.shape
         context = context.transpose(1, 2).reshape(batch, q_len, -1)  # (batch, q_len, d_model)
-        return self.out_proj(context), weights
+        return in_row_blocks(self.out_proj, context), weights
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                 causal: bool = False, need_weights: bool = False):

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .devices import matmul_dtype
+from .devices import matmul_dtype, pads_rows
 from .special_tokens import PAD_ID
 
 SLICE_ELEMENTS = 2**21  # logits per slice on a CPU: 2M floats, 8 MB in float32, cache-sized
@@ -71,13 +71,19 @@ class _OutputLoss(torch.autograd.Function):
         grad_w = torch.zeros(w.shape, dtype=torch.float32, device=h.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
+        full_last = h.size(0) > step and pads_rows(h)  # the last slice padded: one shape
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
-            logits = (h_slice @ w.T).float()
+            real = h_slice.size(0)  # rows of real positions in this slice
+            if full_last and real < step:
+                h_slice = F.pad(h_slice, (0, 0, 0, step - real))
+            logits = (h_slice @ w.T)[:real].float()
             loss, grad_logits = softmax_cross_entropy(logits, y[start : start + step],
                                                       label_smoothing)
             grad_logits = grad_logits.to(dtype)
-            grad_h[start : start + step] = grad_logits @ w
+            if real < h_slice.size(0):
+                grad_logits = F.pad(grad_logits, (0, 0, 0, h_slice.size(0) - real))
+            grad_h[start : start + step] = (grad_logits @ w)[:real]
             grad_w += grad_logits.T @ h_slice
             total += loss
         ctx.save_for_backward(rows, grad_h, grad_w)

@@ -141,3 +141,34 @@ def test_a_cpu_optimizer_leaves_triton_out(monkeypatch):
     assert "triton" in sys.modules
     with pytest.raises(ImportError):
         import triton  # noqa: F401
+
+
+def test_bf16_rows_come_in_blocks_on_a_cpu_with_amx(monkeypatch):
+    """Where oneDNN compiles a kernel per product shape (bf16 on AMX), position-wise layers
+    see rows padded to a multiple of ROW_BLOCK; the output and the gradients are unchanged."""
+    from nmt_cli import devices
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(8, 4)
+    x = torch.randn(3, 700, 8, requires_grad=True)  # 2,100 rows
+    seen = []
+
+    def recorded(rows):
+        seen.append(rows.shape)
+        return layer(rows)
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = layer(x)
+        (expected_grad,) = torch.autograd.grad(expected.float().sum(), x)
+        for amx in (False, True):
+            monkeypatch.setattr(devices, "has_amx", lambda amx=amx: amx)
+            seen.clear()
+            out = devices.in_row_blocks(recorded, x)
+            (grad,) = torch.autograd.grad(out.float().sum(), x)
+            assert seen == ([torch.Size([3072, 8])] if amx else [x.shape])
+            assert out.shape == expected.shape and torch.equal(out, expected)
+            assert torch.allclose(grad, expected_grad)
+        seen.clear()
+        devices.in_row_blocks(recorded, x[:1, :300])  # 300 rows: one block already
+    devices.in_row_blocks(recorded, x)  # float32: the products are not oneDNN's
+    assert seen == [torch.Size([1, 300, 8]), x.shape]

@@ -67,3 +67,34 @@ def test_softmax_cross_entropy_gradient_is_p_minus_q():
     q[torch.arange(3), targets] += 0.7
     assert torch.allclose(grad, torch.softmax(logits, -1) - q, atol=1e-6)
     assert torch.allclose(loss, -(q * torch.log_softmax(logits, -1)).sum(), rtol=1e-6)
+
+
+class ProductRows(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the row count of the first operand of every matrix product."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.mm.default:
+            self.rows.append(args[0].shape[0])
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_padded_last_slice_changes_no_loss_or_gradient(monkeypatch):
+    """Where bf16 products pay for new shapes (devices.pads_rows), the last slice is padded to
+    the others' rows: each product then has one shape, and the padding counts for nothing."""
+    monkeypatch.setattr(loss_module, "SLICE_ELEMENTS", 200)  # 4 rows a slice; 25 real rows
+    monkeypatch.setattr(loss_module, "pads_rows", lambda h: True)
+    features, weight, targets = problem()
+    expected = plain(features, weight, targets, 0.1)
+    expected_grads = torch.autograd.grad(expected, (features, weight))
+    with ProductRows() as products:
+        got = output_cross_entropy(features, weight, targets, 0.1)
+    got_grads = torch.autograd.grad(got, (features, weight))
+    assert torch.allclose(got, expected, rtol=1e-5)
+    for g, e in zip(got_grads, expected_grads):
+        assert torch.allclose(g, e, atol=1e-5)
+    logits_rows = products.rows[::3]  # h W^T, then the two gradient products, per slice
+    assert len(logits_rows) == 7 and set(logits_rows) == {4}

@@ -25,7 +25,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
-from ..devices import matmul_input
+from ..devices import in_row_blocks, matmul_input
 from ..dropout import Dropout, relu_dropout
 from .base import DecoderState, Seq2Seq, pick_rows
 
@@ -58,6 +58,9 @@ class FeedForward(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return in_row_blocks(self.each_position, x)
+
+    def each_position(self, x: torch.Tensor) -> torch.Tensor:
         return self.contract(relu_dropout(self.expand(x), self.dropout, self.training))
 
 
