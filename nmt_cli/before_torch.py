@@ -4,8 +4,8 @@ oneDNN (PyTorch's CPU kernels for bf16 matrix products) caches a compiled kernel
 tensor shape, 1,024 of them by default; with batches of varying shapes that cache grew a bf16
 training process by 2 GB in 60 steps on Multi30k. Thirty-two entries hold the few shapes that
 a bf16 Transformer step has on a CPU with AMX, where their rows come padded to fixed sizes
-(devices.in_row_blocks), about 150 MB above sixteen (bench/RESULTS.md). A value the user has
-set is left alone.
+(devices.in_row_blocks); there they took about 80 MB more than sixteen (bench/RESULTS.md). A
+value the user has set is left alone.
 """
 
 import os

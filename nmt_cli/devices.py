@@ -89,9 +89,10 @@ def in_row_blocks(position_wise, x: torch.Tensor) -> torch.Tensor:
     layer; in training, where `pads_rows`, x's rows are zero-padded to a multiple of ROW_BLOCK
     first and the padding is cut from the output. Only training was measured, so decoding
     (no gradients) is left as it was."""
+    if not torch.is_grad_enabled() or not pads_rows(x):  # before any test of x's shape,
+        return position_wise(x)  # which torch.compile would turn into guards
     rows = x.numel() // x.size(-1)
-    if (rows <= ROW_BLOCK or rows % ROW_BLOCK == 0 or not torch.is_grad_enabled()
-            or not pads_rows(x)):
+    if rows <= ROW_BLOCK or rows % ROW_BLOCK == 0:
         return position_wise(x)
     padded = F.pad(x.reshape(rows, x.size(-1)), (0, 0, 0, -rows % ROW_BLOCK))
     out = position_wise(padded)[:rows]

@@ -71,7 +71,7 @@ class _OutputLoss(torch.autograd.Function):
         grad_w = torch.zeros(w.shape, dtype=torch.float32, device=h.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
-        full_last = h.size(0) > step and pads_rows(h)  # the last slice padded: one shape
+        full_last = pads_rows(h) and h.size(0) > step  # the last slice padded: one shape
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
             real = h_slice.size(0)  # rows of real positions in this slice
