@@ -100,7 +100,7 @@ class MultiHeadAttention(nn.Module):
         Returns the output (batch, q_len, d_model) and, if asked, the weights
         (batch, heads, q_len, k_len).
         """
-        query = self.split_heads(in_row_blocks(self.query_proj, x))  # (batch, heads, q_len, d_k)
+        query = self.split_heads(in_row_blocks(self.query_proj, x))  # (batch, heads, q_len, d_head)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, 1, k_len): the same for every head
         dropout = self.dropout if self.training else 0.0
