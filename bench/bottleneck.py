@@ -1,8 +1,8 @@
 """The bottleneck that attention removes, measured: the same GRU encoder-decoder with no
 attention (the decoder reads one summary vector of the source), with Bahdanau's additive score
 and with Luong's dot and general scores, and the Transformer, each trained on Multi30k en-de
-for the same wall-clock budget (multi30k-gru / multi30k-transformer presets, selecting on
-val), then scored on test_2016_flickr with beam 5: BLEU overall and by source length.
+for the same wall-clock budget (multi30k-gru / multi30k-transformer-20m presets, selecting
+on val), then scored on test_2016_flickr with beam 5: BLEU overall and by source length.
 
     python -m bench.bottleneck [--max-time 6m] [--models none additive ...] [--score-only]
                                [--data DIR] [--out DIR] [-o bleu-by-length.png]
@@ -26,7 +26,7 @@ MODELS = {  # name: nmt train arguments
     "additive": ["--preset", "multi30k-gru", "--set", "model.attention=additive"],
     "dot": ["--preset", "multi30k-gru", "--set", "model.attention=dot"],
     "general": ["--preset", "multi30k-gru", "--set", "model.attention=general"],
-    "transformer": ["--preset", "multi30k-transformer", "--set", "train.precision=bf16"],
+    "transformer": ["--preset", "multi30k-transformer-20m", "--set", "train.precision=bf16"],
 }
 
 

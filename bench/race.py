@@ -3,7 +3,7 @@
 Each system trains the reference-size Transformer on Multi30k en-de, on 2 threads, for the
 budget, one after another (each alone on the machine), and as its users would run it:
 
-- nmt: the multi30k-transformer preset in bf16 (bench.quality's setting), its best weights by
+- nmt: the multi30k-transformer-20m preset in bf16 (bench.quality's setting), its best weights by
   validation BLEU (the EMA's when they validate higher, as in bench.quality);
 - eole 0.6.4 (bench/peer_eole.py): the reference config, bf16, validation every 80 steps, its
   last checkpoint (eole keeps no best one);
@@ -43,7 +43,7 @@ from .common import (
 )
 
 SYSTEMS = ("nmt", "eole", "marian", "joeynmt")
-PRESET = "multi30k-transformer"
+PRESET = "multi30k-transformer-20m"
 
 
 def plain_test_source(corpus: Path, out: Path) -> Path:

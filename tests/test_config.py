@@ -71,6 +71,10 @@ def test_round_trip_and_presets():
     for name in PRESETS:
         assert from_dict(to_dict(preset(name))) == preset(name)
     assert preset("multi30k-transformer").model.d_model == 256
+    hour, twenty = preset("multi30k-transformer"), preset("multi30k-transformer-20m")
+    assert (hour.model.dropout, hour.train.max_time) == (0.2, 3600.0)
+    assert (twenty.model.dropout, twenty.train.max_time) == (0.1, 1200.0)
+    assert hour.train.lr == twenty.train.lr == 2e-3 and twenty.train.ema_decay == 0.999
 
 
 def test_durations():
