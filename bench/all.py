@@ -30,7 +30,13 @@ import time
 from pathlib import Path
 
 from .common import OUT, ROOT, TARGETS, add_data_option, multi30k_dir, new_parser
-from .speed import COMPILED_BY_PRECISION, NMT_BY_PRECISION, shown_versus, versus_fastest
+from .speed import (
+    COMPILED_BY_PRECISION,
+    NMT_BY_PRECISION,
+    ceiling_versus_fastest,
+    shown_versus,
+    versus_fastest,
+)
 
 PARTS = {  # module: (arguments of the full run, of the quick run or None to skip, reads Multi30k)
     "speed": ([], ["--quick"], True),
@@ -96,6 +102,10 @@ def speed_rows(speed: dict, add) -> None:
             if compared:
                 add(f"training tok/s, transformer {precision}{option}, vs fastest peer",
                     shown_versus(compared), compared[0])
+        ceiling = ceiling_versus_fastest(speed, precision)
+        if ceiling:  # no target: where the target above stands against the machine
+            add(f"training tok/s, transformer {precision}, matrix products alone, "
+                f"vs fastest peer", f"{ceiling[0]:.2f}x ({ceiling[1]})", ceiling[0])
 
 
 def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:

@@ -14,6 +14,9 @@ one, in bf16 autocast; MarianMT also with nmt's composition (length-sorted token
 "vs fastest peer" compares nmt's own batches with the fastest peer at its own batching, in
 the same precision. nmt's Transformer is also measured with `--compile` (torch.compile of its
 layers; its first steps compile, so it warms up longer: the JSON records the warm-up time).
+After its timed steps, each nmt worker profiles three more and reports what share of the wall
+time the matrix products took, and the tok/s it would reach if nothing else took any: the
+ceiling that speeding up everything but the products could reach, beside the fastest peer.
 
 A machine's speed drifts by a third or more within minutes, so the runs behind "vs fastest
 peer" are made in rounds (3; 2 with --quick), each round in the reverse order of the one
@@ -100,13 +103,39 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
     tokens, warmup_seconds, started = 0, time.perf_counter() - started, time.perf_counter()
     for indices in batches[warmup : warmup + steps]:
         tokens += trainer.train_step([indices])[1]
-    seconds = time.perf_counter() - started
+    seconds, peak = time.perf_counter() - started, peak_rss_mb()
     padded = sum(len(b) * (max(max(len(trainer.train_data.src[i]), len(trainer.train_data.tgt[i]))
                                 for i in b) + 1) for b in batches)
     real = sum(len(trainer.train_data.tgt[i]) + 1 for b in batches for i in b)
+    after = batches[warmup + steps : warmup + steps + PROFILED_STEPS]
     return {"tokens_per_s": tokens / seconds, "seconds_per_step": seconds / steps,
             "warmup_seconds": warmup_seconds, "tgt_tokens_per_batch": real / len(batches),
-            "padding_efficiency": real / padded, "peak_rss_mb": peak_rss_mb()}
+            "padding_efficiency": real / padded, "peak_rss_mb": peak,
+            **matrix_product_time(trainer, after)}
+
+
+# The matrix products of a training step (the linear layers, attention's Q Kᵀ and weights x V,
+# the output layer), forward and backward, as torch's profiler names them on the CPU.
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+PROFILED_STEPS = 3
+
+
+def matrix_product_time(trainer, batches: list) -> dict:
+    """How much of a step the matrix products take, from a profile of `batches` (after the
+    timed ones): their share of the wall time, and the tok/s that nmt would reach if nothing
+    but its matrix products took time (a ceiling that only fewer or faster products raise)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    if not batches:
+        return {}
+    tokens, started = 0, time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as profiled:
+        for indices in batches:
+            tokens += trainer.train_step([indices])[1]
+    wall = time.perf_counter() - started
+    products = sum(event.self_cpu_time_total for event in profiled.key_averages()
+                   if event.key in PRODUCTS) / 1e6  # microseconds; in-op threads not added
+    return {"product_share": products / wall, "products_only_tokens_per_s": tokens / products}
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
@@ -172,6 +201,18 @@ def versus_fastest(results: dict[str, dict], mine: str,
     return statistics.median(ratios), fastest, ratios
 
 
+def ceiling_versus_fastest(results: dict[str, dict], precision: str) -> tuple[float, str] | None:
+    """nmt's tok/s with nothing but its matrix products timed (the median over rounds) against
+    the fastest peer's tok/s: the highest "vs fastest peer" that faster non-product work alone
+    could give on this machine."""
+    mine = results.get(NMT_BY_PRECISION[precision], {}).get("products_only_tokens_per_s")
+    peers = [name for name in OWN_BATCHING[precision] if name in results]
+    if mine is None or not peers:
+        return None
+    fastest = max(peers, key=lambda name: results[name]["tokens_per_s"])
+    return mine / results[fastest]["tokens_per_s"], fastest
+
+
 def shown_versus(versus: tuple[float, str, list[float]]) -> str:
     """'1.62x (eole transformer (fp32))', with each round's ratio when there were rounds."""
     ratio, fastest, ratios = versus
@@ -207,6 +248,10 @@ def add_round(results: dict[str, dict], name: str, figures: dict) -> None:
                 if key not in ("tokens_per_s", "peak_rss_mb")})
     row["rounds"].append(figures["tokens_per_s"])
     row["tokens_per_s"] = statistics.median(row["rounds"])
+    if "products_only_tokens_per_s" in figures:
+        ceilings = row.setdefault("products_only_rounds", [])
+        ceilings.append(figures["products_only_tokens_per_s"])
+        row["products_only_tokens_per_s"] = statistics.median(ceilings)
     row["peak_rss_mb"] = max(row["peak_rss_mb"], figures["peak_rss_mb"])
 
 
@@ -281,6 +326,13 @@ def print_table(results: dict[str, dict]) -> None:
         versus = shown_versus(compared) if compared else "-"
         print(f"| {name} | {r['tokens_per_s']:,.0f} | {speed} | {versus} "
               f"| {r['peak_rss_mb']:,.0f} MB | {memory} |")
+    for precision, name in NMT_BY_PRECISION.items():
+        if "product_share" not in results.get(name, {}):
+            continue
+        r, ceiling = results[name], ceiling_versus_fastest(results, precision)
+        versus = f", {ceiling[0]:.2f}x {ceiling[1]}" if ceiling else ""
+        print(f"{name}: matrix products {r['product_share']:.0%} of a step; with nothing "
+              f"else timed {r['products_only_tokens_per_s']:,.0f} tok/s{versus}")
 
 
 if __name__ == "__main__":

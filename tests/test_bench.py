@@ -132,6 +132,35 @@ def test_no_peer_measured_in_a_precision_gives_no_comparison():
     assert "training tok/s, transformer bf16, vs fastest peer" not in figures
 
 
+def test_the_matrix_product_ceiling_is_shown_beside_the_fastest_peer_without_a_target():
+    from bench.all import headline
+
+    figures = speed_figures(eole=2400.0, eole_bf16=3000.0, marian=1300.0)
+    figures["nmt transformer (nmt batches)"].update(product_share=0.8,
+                                                   products_only_tokens_per_s=3600.0)
+    rows = {row[0]: row for row in headline({"speed": figures})}
+    row = rows["training tok/s, transformer fp32, matrix products alone, vs fastest peer"]
+    assert row[1:] == ("1.50x (eole transformer (fp32))", "-", None)
+    assert "training tok/s, transformer bf16, matrix products alone, vs fastest peer" not in rows
+
+
+def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path):
+    from bench.speed import matrix_product_time
+    from nmt_cli.config import apply_overrides, preset
+    from nmt_cli.training import Trainer, prepare_run_dir
+
+    config = apply_overrides(preset("transformer"), {
+        "data.data_dir": str(multi30k_layout), "tokenizer.vocab_size": 250,
+        "model.d_model": 32, "model.d_ff": 64, "train.batch_tokens": 600})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda event: None)
+    figures = matrix_product_time(trainer, trainer.epoch_batches(0)[:2])
+    # Products take part of the wall time, never all of it (the rest: the loss, norms, the
+    # optimizer), so the products-only rate is above what the steps reached.
+    assert 0.0 < figures["product_share"] < 1.0
+    assert figures["products_only_tokens_per_s"] > 0.0
+    assert matrix_product_time(trainer, []) == {}
+
+
 def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp_path):
     from bench import speed
 
