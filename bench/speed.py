@@ -182,16 +182,22 @@ COMPILED_BY_PRECISION = {overrides.get("train.precision", "fp32"): f"nmt {name} 
                          for name, overrides in COMPILED.items()}
 
 
+def fastest_peer(results: dict[str, dict], precision: str) -> str | None:
+    """The peer with the highest median tok/s at its own batching in `precision`, if any ran."""
+    peers = [name for name in OWN_BATCHING[precision] if name in results]
+    return max(peers, key=lambda name: results[name]["tokens_per_s"], default=None)
+
+
 def versus_fastest(results: dict[str, dict], mine: str,
                    precision: str) -> tuple[float, str, list[float]] | None:
     """`mine` against the fastest peer at its own batching in `precision`: the median ratio,
     the peer with the highest median tok/s, and the ratios. Where `mine` and every peer were
     measured in the same rounds, each round gives a ratio (mine over the fastest peer of that
     round); a row run once is compared with the peers' medians."""
-    peers = [name for name in OWN_BATCHING[precision] if name in results]
-    if mine not in results or not peers:
+    fastest = fastest_peer(results, precision)
+    if mine not in results or fastest is None:
         return None
-    fastest = max(peers, key=lambda name: results[name]["tokens_per_s"])
+    peers = [name for name in OWN_BATCHING[precision] if name in results]
     rounds = results[mine].get("rounds", [])
     if len(rounds) > 1 and all(len(results[p].get("rounds", [])) == len(rounds) for p in peers):
         ratios = [speed / max(results[p]["rounds"][i] for p in peers)
@@ -206,10 +212,9 @@ def ceiling_versus_fastest(results: dict[str, dict], precision: str) -> tuple[fl
     the fastest peer's tok/s: the highest "vs fastest peer" that faster non-product work alone
     could give on this machine."""
     mine = results.get(NMT_BY_PRECISION[precision], {}).get("products_only_tokens_per_s")
-    peers = [name for name in OWN_BATCHING[precision] if name in results]
-    if mine is None or not peers:
+    fastest = fastest_peer(results, precision)
+    if mine is None or fastest is None:
         return None
-    fastest = max(peers, key=lambda name: results[name]["tokens_per_s"])
     return mine / results[fastest]["tokens_per_s"], fastest
 
 
