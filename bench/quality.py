@@ -10,8 +10,8 @@ A run that kept an EMA of its weights (train.ema_decay) is scored with the EMA w
 validation BLEU is higher than that of the trained weights: validation chooses, never the test.
 
     python -m bench.quality [--presets multi30k-transformer multi30k-gru] [--max-time 20m]
-                            [--pair en-de|en-fr|en-cs] [--score-only] [--data DIR] [--out DIR]
-                            [--json FILE]
+                            [--pair en-de|en-fr|en-cs] [--seed N] [--score-only] [--data DIR]
+                            [--out DIR] [--json FILE]
 
 Runs go to DIR/<preset> (bench/out/quality by default); --score-only scores runs already there.
 """
@@ -39,13 +39,15 @@ EXTRA = {name: ["--set", "train.precision=bf16"]
 
 
 def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path,
-          pair: str = "en-de") -> float:
+          pair: str = "en-de", seed: int | None = None) -> float:
     src, tgt = pair.split("-")
     command = [sys.executable, "-m", "nmt_cli", "train", "--preset", preset,
                "--data", str(corpus), "--run", str(run_dir), *EXTRA.get(preset, []),
                "--set", f"data.src_lang={src}", "--set", f"data.tgt_lang={tgt}"]
     if max_time:
         command += ["--max-time", max_time]
+    if seed is not None:
+        command += ["--set", f"train.seed={seed}"]
     start = time.perf_counter()
     with open(run_dir.with_suffix(".log"), "w") as log:
         subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -79,7 +81,8 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
     steps = read_metrics(run_dir)
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
-    result = {"pair": pair, "steps": last["step"], "epochs": last["epoch"],
+    seed = json.loads((run_dir / "config.json").read_text())["config"]["train"]["seed"]
+    result = {"pair": pair, "seed": seed, "steps": last["step"], "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}
     for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
@@ -105,6 +108,7 @@ def main() -> None:
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     parser.add_argument("--max-time", help="override the presets' budget, e.g. 20m")
     parser.add_argument("--pair", choices=PAIRS, default="en-de", help="the language pair")
+    parser.add_argument("--seed", type=int, help="train.seed (default: the preset's)")
     parser.add_argument("--score-only", action="store_true")
     add_data_option(parser)
     parser.add_argument("--out", type=Path, default=OUT / "quality", help="where the runs go")
@@ -121,7 +125,7 @@ def main() -> None:
             if run_dir.exists():
                 sys.exit(f"error: {run_dir} exists; remove it or pass --score-only")
             print(f"{preset}: training into {run_dir}", file=sys.stderr, flush=True)
-            minutes = train(preset, run_dir, args.max_time, corpus, args.pair) / 60
+            minutes = train(preset, run_dir, args.max_time, corpus, args.pair, args.seed) / 60
             result["wall_minutes"] = round(minutes, 1)
         result.update(score(run_dir, corpus, args.pair))
         results[preset] = result

@@ -272,13 +272,15 @@ def test_quality_trains_and_scores_the_pair_it_is_given(multi30k_layout, tmp_pat
     out = tmp_path / "quality"
     result = subprocess.run(
         [sys.executable, "-m", "bench.quality", "--presets", "multi30k-gru", "--max-time",
-         "0.1m", "--pair", "en-fr", "--data", str(corpus), "--out", str(out)],
+         "0.1m", "--pair", "en-fr", "--seed", "7", "--data", str(corpus), "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads((out / "quality.json").read_text())["multi30k-gru"]
-    assert figures["pair"] == "en-fr" and "nrefs:1" in figures["beam5"]["signature"]
+    assert figures["pair"] == "en-fr" and figures["seed"] == 7
+    assert "nrefs:1" in figures["beam5"]["signature"]
     run = out / "multi30k-gru"
-    assert json.loads((run / "config.json").read_text())["config"]["data"]["tgt_lang"] == "fr"
+    config = json.loads((run / "config.json").read_text())["config"]
+    assert config["data"]["tgt_lang"] == "fr" and config["train"]["seed"] == 7
     assert len((run / "test_2016_flickr.beam5.fr").read_text().splitlines()) == 40
     assert "| multi30k-gru | en-fr |" in result.stdout
 
