@@ -34,6 +34,7 @@ from .speed import (
     COMPILED_BY_PRECISION,
     NMT_BY_PRECISION,
     ceiling_versus_fastest,
+    product_speed,
     shown_versus,
     versus_fastest,
 )
@@ -106,6 +107,11 @@ def speed_rows(speed: dict, add) -> None:
         if ceiling:  # no target: where the target above stands against the machine
             add(f"training tok/s, transformer {precision}, matrix products alone, "
                 f"vs fastest peer", f"{ceiling[0]:.2f}x ({ceiling[1]})", ceiling[0])
+        row = speed.get(run, {})
+        if product_speed(row) is not None:  # no target: how much faster products could run
+            add(f"training GFLOP/s of the matrix products, transformer {precision}, vs the "
+                f"multiply alone", f"{product_speed(row):.2f}x ({row['product_gflops_per_s']:,.0f}"
+                f" of {row['multiply_alone_gflops_per_s']:,.0f})", product_speed(row))
 
 
 def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:

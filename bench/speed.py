@@ -17,6 +17,9 @@ layers; its first steps compile, so it warms up longer: the JSON records the war
 After its timed steps, each nmt worker profiles three more and reports what share of the wall
 time the matrix products took, and the tok/s it would reach if nothing else took any: the
 ceiling that speeding up everything but the products could reach, beside the fastest peer.
+It also reports the products' GFLOP/s (the profiler's count of their operations over their
+time) beside this machine's multiply alone on a step's largest shapes, in the same precision:
+how much faster the products themselves could run.
 
 A machine's speed drifts by a third or more within minutes, so the runs behind "vs fastest
 peer" are made in rounds (3; 2 with --quick), each round in the reverse order of the one
@@ -118,24 +121,48 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
 # the output layer), forward and backward, as torch's profiler names them on the CPU.
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 PROFILED_STEPS = 3
+# (rows, inner, columns) of the reference Transformer's largest products: a batch's rows
+# through the feed-forward layer and back, and through the output layer (8,000 words).
+STEP_SHAPES = ((4096, 256, 1024), (4096, 1024, 256), (1024, 256, 8000))
 
 
 def matrix_product_time(trainer, batches: list) -> dict:
     """How much of a step the matrix products take, from a profile of `batches` (after the
-    timed ones): their share of the wall time, and the tok/s that nmt would reach if nothing
-    but its matrix products took time (a ceiling that only fewer or faster products raise)."""
+    timed ones): their share of the wall time; the tok/s that nmt would reach if nothing
+    but its matrix products took time (a ceiling that only fewer or faster products raise);
+    and how fast the products ran, beside this machine's multiply alone on a step's shapes."""
     from torch.profiler import ProfilerActivity, profile
 
     if not batches:
         return {}
     tokens, started = 0, time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU]) as profiled:
+    with profile(activities=[ProfilerActivity.CPU], with_flops=True) as profiled:
         for indices in batches:
             tokens += trainer.train_step([indices])[1]
     wall = time.perf_counter() - started
-    products = sum(event.self_cpu_time_total for event in profiled.key_averages()
-                   if event.key in PRODUCTS) / 1e6  # microseconds; in-op threads not added
-    return {"product_share": products / wall, "products_only_tokens_per_s": tokens / products}
+    products = [event for event in profiled.key_averages() if event.key in PRODUCTS]
+    seconds = sum(event.self_cpu_time_total for event in products) / 1e6  # from microseconds
+    flops = sum(event.flops for event in products)
+    return {"product_share": seconds / wall, "products_only_tokens_per_s": tokens / seconds,
+            "product_gflops_per_s": flops / seconds / 1e9,
+            "multiply_alone_gflops_per_s": multiply_alone(trainer.config.train.precision)}
+
+
+def multiply_alone(precision: str, repeats: int = 5) -> float:
+    """The best GFLOP/s of this machine's matrix multiply over STEP_SHAPES, in the precision
+    the step's products run in, each product repeated alone on random matrices."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+    best = 0.0
+    for rows, inner, columns in STEP_SHAPES:
+        a, b = torch.randn(rows, inner, dtype=dtype), torch.randn(inner, columns, dtype=dtype)
+        a @ b  # the first call may pick or build the kernel
+        started = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        best = max(best, repeats * 2 * rows * inner * columns / (time.perf_counter() - started))
+    return best / 1e9
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
@@ -218,6 +245,14 @@ def ceiling_versus_fastest(results: dict[str, dict], precision: str) -> tuple[fl
     return mine / results[fastest]["tokens_per_s"], fastest
 
 
+def product_speed(row: dict) -> float | None:
+    """A step's matrix products' GFLOP/s over this machine's multiply alone on a step's
+    shapes: near 1, products could run hardly faster, however the step is arranged."""
+    if "product_gflops_per_s" not in row:
+        return None
+    return row["product_gflops_per_s"] / row["multiply_alone_gflops_per_s"]
+
+
 def shown_versus(versus: tuple[float, str, list[float]]) -> str:
     """'1.62x (eole transformer (fp32))', with each round's ratio when there were rounds."""
     ratio, fastest, ratios = versus
@@ -245,18 +280,24 @@ def paired_runs(peers: list[str], steps: int, seconds: int,
     return runs
 
 
+# matrix_product_time's figures: like tok/s, each is shown as its median over the rounds.
+PROFILED = ("product_share", "products_only_tokens_per_s", "product_gflops_per_s",
+            "multiply_alone_gflops_per_s")
+
+
 def add_round(results: dict[str, dict], name: str, figures: dict) -> None:
     """One more measurement of a run: its row keeps each round's tok/s ("rounds") and shows
-    their median, the highest peak memory, and the other figures of the last round."""
+    their median (the profiled figures likewise, in "<figure>_rounds"), the highest peak
+    memory, and the other figures of the last round."""
     row = results.setdefault(name, {"rounds": [], "peak_rss_mb": 0.0})
     row.update({key: value for key, value in figures.items()
                 if key not in ("tokens_per_s", "peak_rss_mb")})
     row["rounds"].append(figures["tokens_per_s"])
     row["tokens_per_s"] = statistics.median(row["rounds"])
-    if "products_only_tokens_per_s" in figures:
-        ceilings = row.setdefault("products_only_rounds", [])
-        ceilings.append(figures["products_only_tokens_per_s"])
-        row["products_only_tokens_per_s"] = statistics.median(ceilings)
+    for key in PROFILED:
+        if key in figures:
+            row.setdefault(f"{key}_rounds", []).append(figures[key])
+            row[key] = statistics.median(row[f"{key}_rounds"])
     row["peak_rss_mb"] = max(row["peak_rss_mb"], figures["peak_rss_mb"])
 
 
@@ -338,6 +379,10 @@ def print_table(results: dict[str, dict]) -> None:
         versus = f", {ceiling[0]:.2f}x {ceiling[1]}" if ceiling else ""
         print(f"{name}: matrix products {r['product_share']:.0%} of a step; with nothing "
               f"else timed {r['products_only_tokens_per_s']:,.0f} tok/s{versus}")
+        if product_speed(r) is not None:
+            print(f"{name}: matrix products at {r['product_gflops_per_s']:,.0f} GFLOP/s, "
+                  f"{product_speed(r):.0%} of this machine's multiply alone on a step's shapes "
+                  f"({r['multiply_alone_gflops_per_s']:,.0f} GFLOP/s)")
 
 
 if __name__ == "__main__":

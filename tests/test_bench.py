@@ -136,12 +136,31 @@ def test_the_matrix_product_ceiling_is_shown_beside_the_fastest_peer_without_a_t
     from bench.all import headline
 
     figures = speed_figures(eole=2400.0, eole_bf16=3000.0, marian=1300.0)
-    figures["nmt transformer (nmt batches)"].update(product_share=0.8,
-                                                   products_only_tokens_per_s=3600.0)
+    figures["nmt transformer (nmt batches)"].update(
+        product_share=0.8, products_only_tokens_per_s=3600.0, product_gflops_per_s=120.0,
+        multiply_alone_gflops_per_s=150.0)
     rows = {row[0]: row for row in headline({"speed": figures})}
     row = rows["training tok/s, transformer fp32, matrix products alone, vs fastest peer"]
     assert row[1:] == ("1.50x (eole transformer (fp32))", "-", None)
     assert "training tok/s, transformer bf16, matrix products alone, vs fastest peer" not in rows
+    row = rows["training GFLOP/s of the matrix products, transformer fp32, vs the multiply alone"]
+    assert row[1:] == ("0.80x (120 of 150)", "-", None)
+
+
+def test_the_table_says_how_fast_the_products_ran_beside_the_multiply_alone(capsys):
+    from bench.speed import print_table
+
+    figures = speed_figures(eole=2400.0)
+    figures["nmt transformer (nmt batches)"].update(
+        product_share=0.75, products_only_tokens_per_s=4000.0, product_gflops_per_s=120.0,
+        multiply_alone_gflops_per_s=160.0)
+    print_table(figures)
+    lines = capsys.readouterr().out.splitlines()
+    assert ("nmt transformer (nmt batches): matrix products 75% of a step; with nothing else "
+            "timed 4,000 tok/s, 1.67x eole transformer (fp32)") in lines
+    assert ("nmt transformer (nmt batches): matrix products at 120 GFLOP/s, 75% of this "
+            "machine's multiply alone on a step's shapes (160 GFLOP/s)") in lines
+    assert not any("transformer-bf16 (nmt batches): matrix" in line for line in lines)
 
 
 def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path):
@@ -158,6 +177,10 @@ def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path):
     # optimizer); a share of 0 would mean the profiler names them otherwise.
     assert 0.0 < figures["product_share"] < 1.0
     assert figures["products_only_tokens_per_s"] > 0.0
+    # The profiler counts the products' floating-point operations (none if it was not asked
+    # to), and the multiply alone runs at some speed in the step's precision.
+    assert figures["product_gflops_per_s"] > 0.0
+    assert figures["multiply_alone_gflops_per_s"] > 0.0
     assert matrix_product_time(trainer, []) == {}
 
 
@@ -173,9 +196,10 @@ def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp
 
     def measured(name: str) -> dict:
         calls.append(name)
-        speeds = figures.get(name, [500.0])
-        return {"tokens_per_s": speeds[(calls.count(name) - 1) % len(speeds)],
-                "peak_rss_mb": 1000.0 + len(calls)}
+        speeds, index = figures.get(name, [500.0]), calls.count(name) - 1
+        profiled = {"product_gflops_per_s": [150.0, 130.0, 110.0][index % 3]}
+        return {"tokens_per_s": speeds[index % len(speeds)], "peak_rss_mb": 1000.0 + len(calls),
+                **(profiled if name == "nmt transformer" else {})}
 
     monkeypatch.setattr(speed, "run_nmt", lambda name, steps, batching, corpus: measured(
         f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"))
@@ -191,6 +215,9 @@ def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp
         "1.50x (eole transformer (fp32); rounds 1.50x / 1.50x / 1.00x)"
     row = results["nmt transformer (nmt batches)"]
     assert row["tokens_per_s"] == 2000.0 and row["peak_rss_mb"] == 1009.0
+    # the profiled figures too: the median of the rounds, not the last round's
+    assert row["product_gflops_per_s"] == 130.0
+    assert row["product_gflops_per_s_rounds"] == [150.0, 130.0, 110.0]
     assert list(results)[-2:] == ["eole transformer (bf16)", "eole transformer (fp32)"]
 
 
