@@ -108,10 +108,11 @@ def speed_rows(speed: dict, add) -> None:
             add(f"training tok/s, transformer {precision}, matrix products alone, "
                 f"vs fastest peer", f"{ceiling[0]:.2f}x ({ceiling[1]})", ceiling[0])
         row = speed.get(run, {})
-        if product_speed(row) is not None:  # no target: how much faster products could run
+        relative = product_speed(row)
+        if relative is not None:  # no target: how much faster the products could run
             add(f"training GFLOP/s of the matrix products, transformer {precision}, vs the "
-                f"multiply alone", f"{product_speed(row):.2f}x ({row['product_gflops_per_s']:,.0f}"
-                f" of {row['multiply_alone_gflops_per_s']:,.0f})", product_speed(row))
+                f"same products alone", f"{relative:.2f}x ({row['product_gflops_per_s']:,.0f} "
+                f"of {row['products_alone_gflops_per_s']:,.0f})", relative)
 
 
 def headline(parts: dict[str, dict | None], quick: bool = False) -> list[Row]:

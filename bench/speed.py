@@ -18,8 +18,8 @@ After its timed steps, each nmt worker profiles three more and reports what shar
 time the matrix products took, and the tok/s it would reach if nothing else took any: the
 ceiling that speeding up everything but the products could reach, beside the fastest peer.
 It also reports the products' GFLOP/s (the profiler's count of their operations over their
-time) beside this machine's multiply alone on a step's largest shapes, in the same precision:
-how much faster the products themselves could run.
+time) beside the GFLOP/s of the same products run again alone, one shape after another, in the
+same precision: how much faster the products themselves could run.
 
 A machine's speed drifts by a third or more within minutes, so the runs behind "vs fastest
 peer" are made in rounds (3; 2 with --quick), each round in the reverse order of the one
@@ -121,16 +121,13 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
 # the output layer), forward and backward, as torch's profiler names them on the CPU.
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 PROFILED_STEPS = 3
-# (rows, inner, columns) of the reference Transformer's largest products: a batch's rows
-# through the feed-forward layer and back, and through the output layer (8,000 words).
-STEP_SHAPES = ((4096, 256, 1024), (4096, 1024, 256), (1024, 256, 8000))
 
 
 def matrix_product_time(trainer, batches: list) -> dict:
     """How much of a step the matrix products take, from a profile of `batches` (after the
     timed ones): their share of the wall time; the tok/s that nmt would reach if nothing
     but its matrix products took time (a ceiling that only fewer or faster products raise);
-    and how fast the products ran, beside this machine's multiply alone on a step's shapes."""
+    and their GFLOP/s, in the step and with the same products run alone."""
     from torch.profiler import ProfilerActivity, profile
 
     if not batches:
@@ -140,29 +137,32 @@ def matrix_product_time(trainer, batches: list) -> dict:
         for indices in batches:
             tokens += trainer.train_step([indices])[1]
     wall = time.perf_counter() - started
-    products = [event for event in profiled.key_averages() if event.key in PRODUCTS]
+    products = [event for event in profiled.key_averages(group_by_input_shape=True)
+                if event.key in PRODUCTS]
     seconds = sum(event.self_cpu_time_total for event in products) / 1e6  # from microseconds
     flops = sum(event.flops for event in products)
+    alone = sum(run_alone(event, trainer.config.train.precision) for event in products)
     return {"product_share": seconds / wall, "products_only_tokens_per_s": tokens / seconds,
             "product_gflops_per_s": flops / seconds / 1e9,
-            "multiply_alone_gflops_per_s": multiply_alone(trainer.config.train.precision)}
+            "products_alone_gflops_per_s": flops / alone / 1e9}
 
 
-def multiply_alone(precision: str, repeats: int = 5) -> float:
-    """The best GFLOP/s of this machine's matrix multiply over STEP_SHAPES, in the precision
-    the step's products run in, each product repeated alone on random matrices."""
+def run_alone(event, precision: str) -> float:
+    """Seconds that the products of a profiled `event` (one operation and one set of input
+    shapes, `event.count` calls) take on their own, on random contiguous matrices in the
+    precision the step's products run in (where a step's input was a transposed view, the
+    layout differs)."""
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
-    best = 0.0
-    for rows, inner, columns in STEP_SHAPES:
-        a, b = torch.randn(rows, inner, dtype=dtype), torch.randn(inner, columns, dtype=dtype)
-        a @ b  # the first call may pick or build the kernel
-        started = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        best = max(best, repeats * 2 * rows * inner * columns / (time.perf_counter() - started))
-    return best / 1e9
+    operation = {"aten::mm": torch.mm, "aten::addmm": torch.addmm, "aten::bmm": torch.bmm,
+                 "aten::baddbmm": torch.baddbmm}[event.key]
+    inputs = [torch.randn(shape, dtype=dtype) for shape in event.input_shapes if shape]
+    operation(*inputs)  # the first call may pick or build the kernel
+    started = time.perf_counter()
+    for _ in range(event.count):
+        operation(*inputs)
+    return time.perf_counter() - started
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
@@ -246,11 +246,11 @@ def ceiling_versus_fastest(results: dict[str, dict], precision: str) -> tuple[fl
 
 
 def product_speed(row: dict) -> float | None:
-    """A step's matrix products' GFLOP/s over this machine's multiply alone on a step's
-    shapes: near 1, products could run hardly faster, however the step is arranged."""
+    """A step's matrix products' GFLOP/s over that of the same products run alone: near 1,
+    the products could run hardly faster, however the step is arranged."""
     if "product_gflops_per_s" not in row:
         return None
-    return row["product_gflops_per_s"] / row["multiply_alone_gflops_per_s"]
+    return row["product_gflops_per_s"] / row["products_alone_gflops_per_s"]
 
 
 def shown_versus(versus: tuple[float, str, list[float]]) -> str:
@@ -282,7 +282,7 @@ def paired_runs(peers: list[str], steps: int, seconds: int,
 
 # matrix_product_time's figures: like tok/s, each is shown as its median over the rounds.
 PROFILED = ("product_share", "products_only_tokens_per_s", "product_gflops_per_s",
-            "multiply_alone_gflops_per_s")
+            "products_alone_gflops_per_s")
 
 
 def add_round(results: dict[str, dict], name: str, figures: dict) -> None:
@@ -381,8 +381,8 @@ def print_table(results: dict[str, dict]) -> None:
               f"else timed {r['products_only_tokens_per_s']:,.0f} tok/s{versus}")
         if product_speed(r) is not None:
             print(f"{name}: matrix products at {r['product_gflops_per_s']:,.0f} GFLOP/s, "
-                  f"{product_speed(r):.0%} of this machine's multiply alone on a step's shapes "
-                  f"({r['multiply_alone_gflops_per_s']:,.0f} GFLOP/s)")
+                  f"{product_speed(r):.0%} of the same products run alone "
+                  f"({r['products_alone_gflops_per_s']:,.0f} GFLOP/s)")
 
 
 if __name__ == "__main__":
