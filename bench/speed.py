@@ -155,9 +155,11 @@ def run_alone(event, precision: str) -> float:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
-    operation = {"aten::mm": torch.mm, "aten::addmm": torch.addmm, "aten::bmm": torch.bmm,
-                 "aten::baddbmm": torch.baddbmm}[event.key]
-    inputs = [torch.randn(shape, dtype=dtype) for shape in event.input_shapes if shape]
+    operation, operands = {"aten::mm": (torch.mm, 2), "aten::addmm": (torch.addmm, 3),
+                           "aten::bmm": (torch.bmm, 2),
+                           "aten::baddbmm": (torch.baddbmm, 3)}[event.key]
+    # the operands come first; a compiled step may also pass an output tensor (out=)
+    inputs = [torch.randn(shape, dtype=dtype) for shape in event.input_shapes[:operands]]
     operation(*inputs)  # the first call may pick or build the kernel
     started = time.perf_counter()
     for _ in range(event.count):

@@ -196,12 +196,14 @@ def test_a_profiled_product_runs_again_alone_with_its_own_shapes(monkeypatch):
     recorded = torch.addmm
     monkeypatch.setattr(torch, "addmm", lambda *inputs: calls.append(
         [(tuple(x.shape), x.dtype) for x in inputs]) or recorded(*inputs))
-    # as the profiler records addmm: bias, the two matrices, then the scalars beta and alpha
-    event = SimpleNamespace(key="aten::addmm", input_shapes=[[3], [2, 4], [4, 3], [], []],
-                            count=2)
-    assert run_alone(event, "bf16") > 0.0
-    assert calls == [[((3,), torch.bfloat16), ((2, 4), torch.bfloat16),
-                      ((4, 3), torch.bfloat16)]] * 3  # once to warm up, then `count` times
+    # as the profiler records addmm: bias, the two matrices, then the scalars beta and alpha;
+    # in a compiled step, the output tensor too
+    for shapes in ([[3], [2, 4], [4, 3], [], []], [[3], [2, 4], [4, 3], [2, 3]]):
+        calls.clear()
+        event = SimpleNamespace(key="aten::addmm", input_shapes=shapes, count=2)
+        assert run_alone(event, "bf16") > 0.0
+        assert calls == [[((3,), torch.bfloat16), ((2, 4), torch.bfloat16),
+                          ((4, 3), torch.bfloat16)]] * 3  # once to warm up, then `count` times
 
 
 def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp_path):
