@@ -69,6 +69,7 @@ def chosen_weights(records: list[dict]) -> tuple[str, float | None, float | None
 
 
 def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
+    from nmt_cli.checkpoint import read_config
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.evaluate import evaluate
@@ -81,8 +82,8 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
     steps = read_metrics(run_dir)
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
-    seed = json.loads((run_dir / "config.json").read_text())["config"]["train"]["seed"]
-    result = {"pair": pair, "seed": seed, "steps": last["step"], "epochs": last["epoch"],
+    result = {"pair": pair, "seed": read_config(run_dir)[0].train.seed, "steps": last["step"],
+              "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}
     for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
