@@ -16,8 +16,8 @@ Then each translates test_2016_flickr with beam 5 (its own search, length penalt
 13a), with chrF2 beside it. Only the budget is shared: each peer keeps its own recommended
 settings (bench/peers/README.md says which).
 
-    python -m bench.race [--minutes 20] [--systems nmt eole marian joeynmt] [--data DIR]
-                         [--out DIR] [--json FILE]
+    python -m bench.race [--minutes 20] [--systems nmt eole marian joeynmt] [--seed N]
+                         [--data DIR] [--out DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import json
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from . import peer_eole, peer_marian, quality
@@ -54,14 +55,14 @@ def plain_test_source(corpus: Path, out: Path) -> Path:
     return path
 
 
-def race_nmt(seconds: float, corpus: Path, out: Path) -> list[str]:
+def race_nmt(seconds: float, corpus: Path, out: Path, seed: int | None = None) -> list[str]:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
     run_dir = out / "nmt"
-    quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus)
+    quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus, seed=seed)
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
     weights = quality.chosen_weights(read_metrics(run_dir))[0]
     translator = Translator.from_run(run_dir, device="cpu", weights=weights)
@@ -114,6 +115,7 @@ def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--minutes", type=float, default=20.0, help="the training budget")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    parser.add_argument("--seed", type=int, help="nmt's train.seed (default: the preset's)")
     add_data_option(parser)
     parser.add_argument("--out", type=Path, default=OUT / "race", help="where the runs go")
     parser.add_argument("--json", type=Path, help="default: OUT/race.json")
@@ -122,16 +124,20 @@ def main() -> None:
     if args.out.exists() and any(args.out.iterdir()):
         sys.exit(f"error: {args.out} holds files; remove it or pass another --out")
     args.out.mkdir(parents=True, exist_ok=True)
+    from nmt_cli.checkpoint import read_config
     from nmt_cli.data import read_lines
 
     references = read_lines(corpus / "test_2016_flickr.de.gz")
     results = {}
     for system in args.systems:
         started = time.perf_counter()
-        hypotheses = RACERS[system](args.minutes * 60, corpus, args.out)
+        racer = partial(race_nmt, seed=args.seed) if system == "nmt" else RACERS[system]
+        hypotheses = racer(args.minutes * 60, corpus, args.out)
         (args.out / f"{system}.test_2016_flickr.de").write_text("\n".join(hypotheses) + "\n")
         results[system] = {**score(hypotheses, references),
                            "minutes": round((time.perf_counter() - started) / 60, 1)}
+        if system == "nmt":
+            results[system]["seed"] = read_config(args.out / "nmt")[0].train.seed
         print(json.dumps({system: results[system]}), flush=True)
     (args.json or args.out / "race.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"\n| system ({args.minutes:g} minutes of training) | BLEU beam 5 | chrF2 "

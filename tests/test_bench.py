@@ -303,12 +303,14 @@ def test_validation_chooses_between_the_trained_weights_and_their_ema():
 def test_race_runs_end_to_end_for_nmt(multi30k_layout, tmp_path):
     out = tmp_path / "race"
     result = subprocess.run(
-        [sys.executable, "-m", "bench.race", "--minutes", "0.1", "--systems", "nmt",
+        [sys.executable, "-m", "bench.race", "--minutes", "0.1", "--systems", "nmt", "--seed", "7",
          "--data", str(multi30k_layout), "--out", str(out), "--json", str(tmp_path / "r.json")],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads((tmp_path / "r.json").read_text())["nmt"]
     assert 0 <= figures["bleu"] <= 100 and "nrefs:1" in figures["signature"]
+    config = json.loads((out / "nmt" / "config.json").read_text())["config"]
+    assert figures["seed"] == 7 and config["train"]["seed"] == 7
     assert len((out / "nmt.test_2016_flickr.de").read_text().splitlines()) == 40
 
 
