@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import subprocess
 import sys
@@ -359,3 +360,34 @@ def test_a_peer_environment_cut_short_is_made_again(tmp_path, monkeypatch):
     assert calls == [str(venv), "torch==2.13.0", str(venv), "torch==2.13.0", "peer==1.0"]
     common.ensure_venv(venv, install)
     assert len(calls) == 5  # finished: nothing is installed again
+
+
+def test_length_penalty_table_has_a_column_per_run_and_bolds_the_best_mean():
+    from bench.length_penalty import markdown
+
+    table = {"a": {"beam 5 alpha 1": 30.0, "beam 5 alpha 1.4": 31.0},
+             "b": {"beam 5 alpha 1": 33.0, "beam 5 alpha 1.4": 31.5}}
+    lines = markdown(table).splitlines()
+    assert lines[0] == "| setting | a | b | mean |"
+    assert lines[2] == "| beam 5 alpha 1 | 30.00 | 33.00 | **31.50** |"
+    assert lines[3] == "| beam 5 alpha 1.4 | 31.00 | 31.50 | 31.25 |"
+
+
+def test_length_penalty_decodes_each_runs_own_validation_split(tmp_path, monkeypatch):
+    from test_nbest import train_tiny_run
+
+    from bench.length_penalty import val_bleu
+
+    run = train_tiny_run(tmp_path)
+    module = importlib.import_module("nmt_cli.evaluate")  # nmt_cli.evaluate is the function
+    references, real = [], module.evaluate
+
+    def recording(hypotheses, refs, metrics, **options):
+        references.append(refs)
+        return real(hypotheses, refs, metrics, **options)
+
+    monkeypatch.setattr(module, "evaluate", recording)
+    table = val_bleu([run], [(2, 0.0), (2, 1.5)])
+    assert list(table[str(run)]) == ["beam 2 alpha 0", "beam 2 alpha 1.5"]
+    assert all(0 <= bleu <= 100 for bleu in table[str(run)].values())
+    assert references == [read_sample("val", "de", 5)] * 2
