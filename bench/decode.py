@@ -81,8 +81,8 @@ def nmt_run(family: str, corpus: Path) -> Path:
 def nmt_command(run_dir: Path, engine: str = "torch"):
     return lambda beam: [sys.executable, "-m", "nmt_cli", "translate", "--run", str(run_dir),
                          "--engine", engine, "--device", "cpu", "--beam", str(beam),
-                         "--batch-size", "64", "--min-len", str(STEPS), "--max-len-a", "0",
-                         "--max-len-b", str(STEPS)]
+                         "--alpha", "1.0", "--batch-size", "64", "--min-len", str(STEPS),
+                         "--max-len-a", "0", "--max-len-b", str(STEPS)]
 
 
 def ctranslate2_export(run_dir: Path) -> Path | None:

@@ -2,10 +2,10 @@
 
 Each preset trains for its own budget (train.max_time, 60 minutes) on Multi30k en-de (or the
 pair --pair names: en-fr, en-cs), selecting on val; then the best weights translate
-test_2016_flickr with beam 5 and with greedy search, and sacreBLEU scores the detokenized
-output against the raw references: BLEU (cased, 13a), chrF2, and lowercased BLEU for comparison
-with published results. Decoding time is end to end (loading the run included). Beam 5 is also
-scored with the linear layers quantized to int8.
+test_2016_flickr with beam 5 (nmt's default length penalty, recorded as "alpha") and with greedy
+search, and sacreBLEU scores the detokenized output against the raw references: BLEU (cased,
+13a), chrF2, and lowercased BLEU for comparison with published results. Decoding time is end
+to end (loading the run included). Beam 5 is also scored with the linear layers quantized to int8.
 A run that kept an EMA of its weights (train.ema_decay) is scored with the EMA when its best
 validation BLEU is higher than that of the trained weights: validation chooses, never the test.
 
@@ -82,7 +82,8 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
     steps = read_metrics(run_dir)
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
-    result = {"pair": pair, "seed": read_config(run_dir)[0].train.seed, "steps": last["step"],
+    result = {"pair": pair, "seed": read_config(run_dir)[0].train.seed,
+              "alpha": DecodeConfig().alpha, "steps": last["step"],
               "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}

@@ -66,7 +66,8 @@ def race_nmt(seconds: float, corpus: Path, out: Path, seed: int | None = None) -
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
     weights = quality.chosen_weights(read_metrics(run_dir))[0]
     translator = Translator.from_run(run_dir, device="cpu", weights=weights)
-    return translator.translate(sources, DecodeConfig(beam=5, device="cpu"))
+    # the peers' length penalty (GNMT, alpha 1.0), not nmt's default
+    return translator.translate(sources, DecodeConfig(beam=5, alpha=1.0, device="cpu"))
 
 
 def race_eole(seconds: float, corpus: Path, out: Path) -> list[str]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from nmt_cli.config import DecodeConfig
+
 from conftest import ROOT, read_sample
 
 
@@ -329,6 +331,7 @@ def test_quality_trains_and_scores_the_pair_it_is_given(multi30k_layout, tmp_pat
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads((out / "quality.json").read_text())["multi30k-gru"]
     assert figures["pair"] == "en-fr" and figures["seed"] == 7
+    assert figures["alpha"] == DecodeConfig().alpha
     assert "nrefs:1" in figures["beam5"]["signature"]
     run = out / "multi30k-gru"
     config = json.loads((run / "config.json").read_text())["config"]

@@ -80,14 +80,14 @@ def test_log_prob_is_the_teacher_forced_log_probability():
     with torch.no_grad():  # <eos> a little likelier: some hypotheses end, some reach the limit
         eos_bias.bias.zero_()
         eos_bias.bias[EOS_ID] = 1.5
-    model.output_proj, endings = eos_bias, set()
-    for row, hyps in enumerate(search_nbest(model, src, DecodeConfig(beam=3), nbest=3)):
+    model.output_proj, endings, config = eos_bias, set(), DecodeConfig(beam=3)
+    for row, hyps in enumerate(search_nbest(model, src, config, nbest=3)):
         for h in hyps:
             logits = model(src[row : row + 1], torch.tensor([[SOS_ID, *h.tokens]]))[0]
             log_probs = torch.log_softmax(forbid_special_tokens(logits), -1)  # (len + 1, vocab)
             scored = log_probs[torch.arange(len(h.tokens)), h.tokens].sum().item()
             ended = h.score == pytest.approx(
-                h.log_prob / length_penalty(len(h.tokens) + 1, 1.0))
+                h.log_prob / length_penalty(len(h.tokens) + 1, config.alpha))
             if ended:  # finished by <eos>, not by the length limit
                 scored += log_probs[-1, EOS_ID].item()
             assert h.log_prob == pytest.approx(scored, abs=1e-4)
