@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from statistics import mean
@@ -77,7 +78,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-    table = val_bleu(args.runs, [(b, a) for b in args.beams for a in args.alphas])
+    from nmt_cli.errors import UserError
+
+    try:  # not a run directory, or its corpus has moved: one line, not a traceback
+        table = val_bleu(args.runs, [(b, a) for b in args.beams for a in args.alphas])
+    except UserError as e:
+        sys.exit(f"error: {e}")
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n")
     print("\n" + markdown(table))

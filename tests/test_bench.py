@@ -394,3 +394,10 @@ def test_length_penalty_decodes_each_runs_own_validation_split(tmp_path, monkeyp
     assert list(table[str(run)]) == ["beam 2 alpha 0", "beam 2 alpha 1.5"]
     assert all(0 <= bleu <= 100 for bleu in table[str(run)].values())
     assert references == [read_sample("val", "de", 5)] * 2
+
+
+def test_length_penalty_names_a_directory_that_is_not_a_run(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "bench.length_penalty", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: {tmp_path}: not a run directory (no config.json)"
