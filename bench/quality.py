@@ -83,8 +83,7 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
     last = [s for s in steps if s["kind"] == "step"][-1]
     weights, best_val, best_ema = chosen_weights(steps)
     result = {"pair": pair, "seed": read_config(run_dir)[0].train.seed,
-              "alpha": DecodeConfig().alpha, "steps": last["step"],
-              "epochs": last["epoch"],
+              "alpha": DecodeConfig().alpha, "steps": last["step"], "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}
     for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),

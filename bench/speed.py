@@ -154,7 +154,9 @@ def run_alone(event, precision: str) -> float:
     layout differs)."""
     import torch
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+    from nmt_cli.devices import autocast_dtype
+
+    dtype = autocast_dtype(torch.device("cpu"), precision) or torch.float32
     operation, operands = {"aten::mm": (torch.mm, 2), "aten::addmm": (torch.addmm, 3),
                            "aten::bmm": (torch.bmm, 2),
                            "aten::baddbmm": (torch.baddbmm, 3)}[event.key]
