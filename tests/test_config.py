@@ -75,6 +75,7 @@ def test_round_trip_and_presets():
     assert (hour.model.dropout, hour.train.max_time) == (0.2, 3600.0)
     assert (twenty.model.dropout, twenty.train.max_time) == (0.1, 1200.0)
     assert hour.train.lr == twenty.train.lr == 2e-3 and twenty.train.ema_decay == 0.999
+    assert (hour.train.weight_decay, twenty.train.weight_decay) == (0.0, 0.3)
 
 
 def test_durations():
