@@ -118,8 +118,10 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
 
 
 # The matrix products of a training step (the linear layers, attention's Q Kᵀ and weights x V,
-# the output layer), forward and backward, as torch's profiler names them on the CPU.
-PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+# the output layer), forward and backward, as torch's profiler names them on the CPU; float32
+# linear layers on AMD CPUs are oneDNN's (nmt_cli.devices.onednn_float32).
+ONEDNN_LINEAR = "mkldnn::_linear_pointwise"
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", ONEDNN_LINEAR}
 PROFILED_STEPS = 3
 
 
@@ -140,11 +142,20 @@ def matrix_product_time(trainer, batches: list) -> dict:
     products = [event for event in profiled.key_averages(group_by_input_shape=True)
                 if event.key in PRODUCTS]
     seconds = sum(event.self_cpu_time_total for event in products) / 1e6  # from microseconds
-    flops = sum(event.flops for event in products)
+    flops = sum(product_flops(event) for event in products)
     alone = sum(run_alone(event, trainer.config.train.precision) for event in products)
     return {"product_share": seconds / wall, "products_only_tokens_per_s": tokens / seconds,
             "product_gflops_per_s": flops / seconds / 1e9,
             "products_alone_gflops_per_s": flops / alone / 1e9}
+
+
+def product_flops(event) -> int:
+    """The operations of a profiled product event; the profiler counts none for oneDNN's
+    linear layer, x (m, k) by W (n, k): 2 m k n a call."""
+    if event.key != ONEDNN_LINEAR:
+        return event.flops
+    (rows, inner), (outputs, _) = event.input_shapes[:2]
+    return 2 * rows * inner * outputs * event.count
 
 
 def run_alone(event, precision: str) -> float:
@@ -159,14 +170,22 @@ def run_alone(event, precision: str) -> float:
     dtype = autocast_dtype(torch.device("cpu"), precision) or torch.float32
     operation, operands = {"aten::mm": (torch.mm, 2), "aten::addmm": (torch.addmm, 3),
                            "aten::bmm": (torch.bmm, 2),
-                           "aten::baddbmm": (torch.baddbmm, 3)}[event.key]
+                           "aten::baddbmm": (torch.baddbmm, 3),
+                           ONEDNN_LINEAR: (onednn_linear, 3)}[event.key]
     # the operands come first; a compiled step may also pass an output tensor (out=)
-    inputs = [torch.randn(shape, dtype=dtype) for shape in event.input_shapes[:operands]]
+    inputs = [torch.randn(shape, dtype=dtype) if shape else None  # no bias: no shape
+              for shape in event.input_shapes[:operands]]
     operation(*inputs)  # the first call may pick or build the kernel
     started = time.perf_counter()
     for _ in range(event.count):
         operation(*inputs)
     return time.perf_counter() - started
+
+
+def onednn_linear(x, weight, bias):
+    import torch
+
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:

@@ -8,6 +8,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .config import DEVICES, PRECISIONS, check_choice
 from .errors import UserError
@@ -79,16 +80,18 @@ def pads_rows(x: torch.Tensor) -> bool:
     1.2 s Transformer step. Rows padded to a multiple of ROW_BLOCK give each product two or
     three shapes, compiled once: compiling fell to about 50 ms a step, and the step ran 4-12%
     faster in three paired measurements (bench/RESULTS.md). Without AMX compiling is cheap,
-    and float32 products do not go through oneDNN: padding would only add work there."""
+    float32 products included (`onednn_float32`): padding would only add work there."""
     return (x.device.type == "cpu" and matmul_dtype(x) == torch.bfloat16 and has_amx()
             and not torch.compiler.is_compiling())
 
 
 def in_row_blocks(position_wise, x: torch.Tensor) -> torch.Tensor:
-    """position_wise(x) for a function of each row (position) of x on its own, such as a linear
-    layer; in training, where `pads_rows`, x's rows are zero-padded to a multiple of ROW_BLOCK
-    first and the padding is cut from the output. Only training was measured, so decoding
-    (no gradients) is left as it was."""
+    """position_wise(x) for a function of each row (position) of x on its own, or a linear
+    layer (run by `linear`); in training, where `pads_rows`, x's rows are zero-padded to a
+    multiple of ROW_BLOCK first and the padding is cut from the output. Only training was
+    measured, so decoding (no gradients) is left as it was."""
+    if isinstance(position_wise, nn.Linear):
+        position_wise = functools.partial(linear, position_wise)
     if not torch.is_grad_enabled() or not pads_rows(x):  # before any test of x's shape,
         return position_wise(x)  # which torch.compile would turn into guards
     rows = x.numel() // x.size(-1)
@@ -97,6 +100,69 @@ def in_row_blocks(position_wise, x: torch.Tensor) -> torch.Tensor:
     padded = F.pad(x.reshape(rows, x.size(-1)), (0, 0, 0, -rows % ROW_BLOCK))
     out = position_wise(padded)[:rows]
     return out.reshape(*x.shape[:-1], out.size(-1))
+
+
+@functools.cache
+def onednn_float32() -> bool:
+    """Whether float32 products on this CPU go through oneDNN instead of MKL: on AMD CPUs. torch
+    calls MKL for float32 products on x86; on a 2-core AMD EPYC, whose MKL log names no AVX-512
+    code path, oneDNN (which torch ships for its bf16 products) ran the forward and input-
+    gradient products of a Transformer step 1.1-1.8x faster, and the step 6% faster; MKL stays
+    faster for weight gradients (bench/RESULTS.md). Intel CPUs, MKL's home, keep MKL."""
+    if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn,
+                                                                "_linear_pointwise"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            return any("AuthenticAMD" in line for line in cpuinfo if line.startswith("vendor"))
+    except OSError:
+        return False
+
+
+def onednn_products(x: torch.Tensor) -> bool:
+    """Whether the float32 products of x run through oneDNN (`onednn_float32`)."""
+    return (x.device.type == "cpu" and matmul_dtype(x) == torch.float32
+            and not torch.compiler.is_compiling() and onednn_float32())
+
+
+def times_transposed(a: torch.Tensor, w: torch.Tensor,
+                     bias: torch.Tensor | None = None) -> torch.Tensor:
+    """a W^T (+ bias) for a (rows, k) and a contiguous W (n, k): a linear layer's product."""
+    if onednn_products(a):
+        return torch.ops.mkldnn._linear_pointwise(a, w, bias, "none", [], "")
+    return F.linear(a, w, bias)
+
+
+class _Linear(torch.autograd.Function):
+    """y = x W^T + b with its products through oneDNN; the weight gradient through MKL."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        rows = x.reshape(-1, x.size(-1)).contiguous()
+        ctx.save_for_backward(rows, weight)
+        ctx.has_bias, ctx.input_shape = bias is not None, x.shape
+        return times_transposed(rows, weight, bias).view(*x.shape[:-1], weight.size(0))
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, weight = ctx.saved_tensors
+        grad = grad.reshape(-1, grad.size(-1)).contiguous()
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[0]:  # dL/dx = g W
+            grad_x = times_transposed(grad, weight.t().contiguous()).view(ctx.input_shape)
+        if ctx.needs_input_grad[1]:  # dL/dW = gᵀ x
+            grad_w = grad.t() @ rows
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = grad.sum(0)
+        return grad_x, grad_w, grad_b
+
+
+def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """layer(x), with its products through oneDNN in float32 training where
+    `onednn_float32`. Decoding keeps torch's own path: only training was measured."""
+    if torch.is_grad_enabled() and onednn_products(x):
+        return _Linear.apply(x, layer.weight, layer.bias)
+    return layer(x)
 
 
 def fast_kernels(device: torch.device) -> None:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .devices import matmul_dtype, pads_rows
+from .devices import matmul_dtype, onednn_products, pads_rows, times_transposed
 from .special_tokens import PAD_ID
 
 SLICE_ELEMENTS = 2**21  # logits per slice on a CPU: 2M floats, 8 MB in float32, cache-sized
@@ -72,18 +72,19 @@ class _OutputLoss(torch.autograd.Function):
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
         full_last = pads_rows(h) and h.size(0) > step  # the last slice padded: one shape
+        w_t = w.T.contiguous() if onednn_products(h) else w.T  # grad_logits W = ... (Wᵀ)ᵀ
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
             real = h_slice.size(0)  # rows of real positions in this slice
             if full_last and real < step:
                 h_slice = F.pad(h_slice, (0, 0, 0, step - real))
-            logits = (h_slice @ w.T)[:real].float()
+            logits = times_transposed(h_slice, w)[:real].float()
             loss, grad_logits = softmax_cross_entropy(logits, y[start : start + step],
                                                       label_smoothing)
             grad_logits = grad_logits.to(dtype)
             if real < h_slice.size(0):
                 grad_logits = F.pad(grad_logits, (0, 0, 0, h_slice.size(0) - real))
-            grad_h[start : start + step] = (grad_logits @ w)[:real]
+            grad_h[start : start + step] = times_transposed(grad_logits, w_t)[:real]
             grad_w += grad_logits.T @ h_slice
             total += loss
         ctx.save_for_backward(rows, grad_h, grad_w)

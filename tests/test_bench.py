@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from nmt_cli.config import DecodeConfig
 
@@ -167,10 +168,16 @@ def test_the_table_says_how_fast_the_products_ran_beside_the_same_products_alone
     assert not any("transformer-bf16 (nmt batches): matrix" in line for line in lines)
 
 
-def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path):
+@pytest.mark.parametrize("onednn", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"))])
+def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path, monkeypatch,
+                                                    onednn):
     from bench.speed import matrix_product_time
+    from nmt_cli import devices
     from nmt_cli.config import apply_overrides, preset
     from nmt_cli.training import Trainer, prepare_run_dir
+
+    monkeypatch.setattr(devices, "onednn_float32", lambda: onednn)  # linear layers: AMD's way
 
     config = apply_overrides(preset("transformer"), {
         "data.data_dir": str(multi30k_layout), "tokenizer.vocab_size": 250,
@@ -207,6 +214,20 @@ def test_a_profiled_product_runs_again_alone_with_its_own_shapes(monkeypatch):
         assert run_alone(event, "bf16") > 0.0
         assert calls == [[((3,), torch.bfloat16), ((2, 4), torch.bfloat16),
                           ((4, 3), torch.bfloat16)]] * 3  # once to warm up, then `count` times
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
+def test_a_onednn_linear_layer_counts_its_operations_and_runs_again_alone():
+    from types import SimpleNamespace
+
+    from bench.speed import ONEDNN_LINEAR, product_flops, run_alone
+
+    # as the profiler records it: x (5, 4), W (3, 4), no bias, then the fused activation's
+    # name and arguments; it counts no operations itself
+    event = SimpleNamespace(key=ONEDNN_LINEAR, input_shapes=[[5, 4], [3, 4], [], [], [], []],
+                            count=2, flops=0)
+    assert product_flops(event) == 2 * (2 * 5 * 4 * 3)
+    assert run_alone(event, "fp32") > 0.0
 
 
 def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from nmt_cli import distributed
+from nmt_cli import devices, distributed
 from nmt_cli.config import Config, apply_overrides
 from nmt_cli.loss import SLICE_ELEMENTS, rows_per_slice
 from nmt_cli.optim import Step, Updater
@@ -146,8 +146,6 @@ def test_a_cpu_optimizer_leaves_triton_out(monkeypatch):
 def test_bf16_rows_come_in_blocks_on_a_cpu_with_amx(monkeypatch):
     """Where oneDNN compiles a kernel per product shape (bf16 on AMX), position-wise layers
     see rows padded to a multiple of ROW_BLOCK; the output and the gradients are unchanged."""
-    from nmt_cli import devices
-
     torch.manual_seed(0)
     layer = torch.nn.Linear(8, 4)
     x = torch.randn(3, 700, 8, requires_grad=True)  # 2,100 rows
@@ -170,5 +168,46 @@ def test_bf16_rows_come_in_blocks_on_a_cpu_with_amx(monkeypatch):
             assert torch.allclose(grad, expected_grad)
         seen.clear()
         devices.in_row_blocks(recorded, x[:1, :300])  # 300 rows: one block already
-    devices.in_row_blocks(recorded, x)  # float32: the products are not oneDNN's
+    devices.in_row_blocks(recorded, x)  # float32: no padding
     assert seen == [torch.Size([1, 300, 8]), x.shape]
+
+
+ONEDNN = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                            reason="torch built without oneDNN")
+
+
+@ONEDNN
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_through_onednn_equals_torch_in_value_and_gradients(monkeypatch, bias):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 24, bias=bias)
+    x = torch.randn(3, 5, 16, requires_grad=True)
+    expected = layer(x)
+    weights = [p for p in (x, layer.weight, layer.bias) if p is not None]
+    expected_grads = torch.autograd.grad((expected * expected).sum(), weights)
+    monkeypatch.setattr(devices, "onednn_float32", lambda: True)
+    out = devices.linear(layer, x)
+    assert type(out.grad_fn).__name__ == "_LinearBackward"  # the oneDNN path was taken
+    assert out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5)
+    for got, want in zip(torch.autograd.grad((out * out).sum(), weights), expected_grads):
+        assert torch.allclose(got, want, atol=1e-4)
+    with torch.no_grad():  # decoding keeps torch's own path
+        assert torch.allclose(devices.linear(layer, x), expected, atol=1e-5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # bf16 products are oneDNN's anyway
+        assert type(devices.linear(layer, x).grad_fn).__name__ != "_LinearBackward"
+    monkeypatch.setattr(devices, "onednn_float32", lambda: False)
+    assert type(devices.linear(layer, x).grad_fn).__name__ != "_LinearBackward"
+
+
+@ONEDNN
+@pytest.mark.parametrize(("vendor", "expected"), [("AuthenticAMD", True),
+                                                  ("GenuineIntel", False)])
+def test_float32_products_go_through_onednn_on_amd_cpus_only(monkeypatch, vendor, expected):
+    import builtins
+    import io
+
+    real_open = builtins.open
+    cpuinfo = f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: some CPU\n"
+    monkeypatch.setattr(builtins, "open", lambda path, *args, **kwargs: io.StringIO(cpuinfo)
+                        if path == "/proc/cpuinfo" else real_open(path, *args, **kwargs))
+    assert devices.onednn_float32.__wrapped__() is expected

@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from nmt_cli import devices
 from nmt_cli import loss as loss_module
 from nmt_cli.loss import output_cross_entropy
 from nmt_cli.tokenizer import PAD_ID
@@ -26,11 +27,17 @@ def plain(features, weight, targets, label_smoothing):
                            reduction="sum")
 
 
+ONEDNN = [False, pytest.param(True, marks=pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"))]
+
+
+@pytest.mark.parametrize("onednn", ONEDNN)  # float32 products through oneDNN (AMD CPUs) or not
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
 @pytest.mark.parametrize("slice_elements", [50, 120, 2**22])  # 1 row, 2 rows, all at once
 def test_sliced_loss_and_gradients_equal_the_plain_computation(monkeypatch, label_smoothing,
-                                                                slice_elements):
+                                                                slice_elements, onednn):
     monkeypatch.setattr(loss_module, "SLICE_ELEMENTS", slice_elements)
+    monkeypatch.setattr(devices, "onednn_float32", lambda: onednn)
     features, weight, targets = problem()
     expected = plain(features, weight, targets, label_smoothing)
     expected_grads = torch.autograd.grad(2.5 * expected, (features, weight))
@@ -87,6 +94,7 @@ def test_a_padded_last_slice_changes_no_loss_or_gradient(monkeypatch):
     the others' rows: each product then has one shape, and the padding counts for nothing."""
     monkeypatch.setattr(loss_module, "SLICE_ELEMENTS", 200)  # 4 rows a slice; 25 real rows
     monkeypatch.setattr(loss_module, "pads_rows", lambda h: True)
+    monkeypatch.setattr(devices, "onednn_float32", lambda: False)  # as in bf16: aten's products
     features, weight, targets = problem()
     expected = plain(features, weight, targets, 0.1)
     expected_grads = torch.autograd.grad(expected, (features, weight))

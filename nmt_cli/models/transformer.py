@@ -25,7 +25,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask
 from ..config import ModelConfig
-from ..devices import in_row_blocks, matmul_input
+from ..devices import in_row_blocks, linear, matmul_input
 from ..dropout import Dropout, relu_dropout
 from .base import DecoderState, Seq2Seq, pick_rows
 
@@ -61,7 +61,8 @@ class FeedForward(nn.Module):
         return in_row_blocks(self.each_position, x)
 
     def each_position(self, x: torch.Tensor) -> torch.Tensor:
-        return self.contract(relu_dropout(self.expand(x), self.dropout, self.training))
+        hidden = relu_dropout(linear(self.expand, x), self.dropout, self.training)
+        return linear(self.contract, hidden)
 
 
 class Residual(nn.Module):
