@@ -171,7 +171,8 @@ def run_alone(event, precision: str) -> float:
     operation, operands = {"aten::mm": (torch.mm, 2), "aten::addmm": (torch.addmm, 3),
                            "aten::bmm": (torch.bmm, 2),
                            "aten::baddbmm": (torch.baddbmm, 3),
-                           ONEDNN_LINEAR: (onednn_linear, 3)}[event.key]
+                           ONEDNN_LINEAR: (lambda x, w, b: torch.ops.mkldnn._linear_pointwise(
+                               x, w, b, "none", [], ""), 3)}[event.key]
     # the operands come first; a compiled step may also pass an output tensor (out=)
     inputs = [torch.randn(shape, dtype=dtype) if shape else None  # no bias: no shape
               for shape in event.input_shapes[:operands]]
@@ -180,12 +181,6 @@ def run_alone(event, precision: str) -> float:
     for _ in range(event.count):
         operation(*inputs)
     return time.perf_counter() - started
-
-
-def onednn_linear(x, weight, bias):
-    import torch
-
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
 def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
