@@ -13,6 +13,10 @@ from nmt_cli.data import sample_corpus
 from nmt_cli.models import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
+# Float32 products through oneDNN (nmt_cli.devices.onednn_float32) need a torch built with it.
+NEEDS_ONEDNN = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                                  reason="torch built without oneDNN")
+WITH_AND_WITHOUT_ONEDNN = [False, pytest.param(True, marks=NEEDS_ONEDNN)]
 SAMPLE = sample_corpus()  # nmt_cli/sample/, the corpus that ships in the package
 
 TINY = ModelConfig(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from nmt_cli.config import DecodeConfig
 
-from conftest import ROOT, read_sample
+from conftest import NEEDS_ONEDNN, ROOT, WITH_AND_WITHOUT_ONEDNN, read_sample
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +167,7 @@ def test_the_table_says_how_fast_the_products_ran_beside_the_same_products_alone
     assert not any("transformer-bf16 (nmt batches): matrix" in line for line in lines)
 
 
-@pytest.mark.parametrize("onednn", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"))])
+@pytest.mark.parametrize("onednn", WITH_AND_WITHOUT_ONEDNN)
 def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path, monkeypatch,
                                                     onednn):
     from bench.speed import matrix_product_time
@@ -216,7 +214,7 @@ def test_a_profiled_product_runs_again_alone_with_its_own_shapes(monkeypatch):
                           ((4, 3), torch.bfloat16)]] * 3  # once to warm up, then `count` times
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
+@NEEDS_ONEDNN
 def test_a_onednn_linear_layer_counts_its_operations_and_runs_again_alone():
     from types import SimpleNamespace
 

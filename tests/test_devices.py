@@ -18,6 +18,8 @@ from nmt_cli.optim import Step, Updater
 from nmt_cli.progress import TrainingProgress
 from nmt_cli.random_state import capture_rng, restore_rng, rng_of_rank
 
+from conftest import NEEDS_ONEDNN
+
 
 def test_each_rank_takes_its_gpu_before_the_process_group_forms(monkeypatch):
     calls = []
@@ -172,11 +174,7 @@ def test_bf16_rows_come_in_blocks_on_a_cpu_with_amx(monkeypatch):
     assert seen == [torch.Size([1, 300, 8]), x.shape]
 
 
-ONEDNN = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
-                            reason="torch built without oneDNN")
-
-
-@ONEDNN
+@NEEDS_ONEDNN
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_through_onednn_equals_torch_in_value_and_gradients(monkeypatch, bias):
     torch.manual_seed(0)
@@ -199,7 +197,7 @@ def test_linear_through_onednn_equals_torch_in_value_and_gradients(monkeypatch, 
     assert type(devices.linear(layer, x).grad_fn).__name__ != "_LinearBackward"
 
 
-@ONEDNN
+@NEEDS_ONEDNN
 @pytest.mark.parametrize(("vendor", "expected"), [("AuthenticAMD", True),
                                                   ("GenuineIntel", False)])
 def test_float32_products_go_through_onednn_on_amd_cpus_only(monkeypatch, vendor, expected):

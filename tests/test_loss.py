@@ -9,6 +9,8 @@ from nmt_cli import loss as loss_module
 from nmt_cli.loss import output_cross_entropy
 from nmt_cli.tokenizer import PAD_ID
 
+from conftest import WITH_AND_WITHOUT_ONEDNN
+
 
 def problem(seed: int = 0, batch: int = 5, length: int = 7, d: int = 16, vocab: int = 50):
     generator = torch.Generator().manual_seed(seed)
@@ -27,11 +29,7 @@ def plain(features, weight, targets, label_smoothing):
                            reduction="sum")
 
 
-ONEDNN = [False, pytest.param(True, marks=pytest.mark.skipif(
-    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"))]
-
-
-@pytest.mark.parametrize("onednn", ONEDNN)  # float32 products through oneDNN (AMD CPUs) or not
+@pytest.mark.parametrize("onednn", WITH_AND_WITHOUT_ONEDNN)  # AMD CPUs: oneDNN products
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
 @pytest.mark.parametrize("slice_elements", [50, 120, 2**22])  # 1 row, 2 rows, all at once
 def test_sliced_loss_and_gradients_equal_the_plain_computation(monkeypatch, label_smoothing,
