@@ -74,7 +74,6 @@ def test_softmax_cross_entropy_gradient_is_p_minus_q():
     assert torch.allclose(loss, -(q * torch.log_softmax(logits, -1)).sum(), rtol=1e-6)
 
 
-
 def test_softmax_cross_entropy_stays_exact_where_target_probabilities_underflow():
     """Logits 1,000 apart: most p are 0 in float32, yet the loss comes out right (its log
     normaliser is taken from the largest p, never below 1/vocab)."""
@@ -85,6 +84,7 @@ def test_softmax_cross_entropy_stays_exact_where_target_probabilities_underflow(
     loss, grad = loss_module.softmax_cross_entropy(logits.clone(), targets, 0.1)
     assert torch.isfinite(grad).all()
     assert abs(loss.item() - expected.item()) / expected.item() < 1e-5
+
 
 class ProductRows(torch.utils._python_dispatch.TorchDispatchMode):
     """Records the row count of the first operand of every matrix product."""
