@@ -80,7 +80,8 @@ class _OutputLoss(torch.autograd.Function):
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
         full_last = pads_rows(h) and h.size(0) > step  # the last slice padded: one shape
-        w_t = w.T.contiguous() if onednn_products(h) else w.T  # grad_logits W = ... (Wᵀ)ᵀ
+        # grad_h = grad_logits W = times_transposed(grad_logits, Wᵀ); oneDNN wants Wᵀ contiguous
+        w_t = w.T.contiguous() if onednn_products(h) else w.T
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
             real = h_slice.size(0)  # rows of real positions in this slice
