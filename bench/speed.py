@@ -119,9 +119,11 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
 
 # The matrix products of a training step (the linear layers, attention's Q Kᵀ and weights x V,
 # the output layer), forward and backward, as torch's profiler names them on the CPU; float32
-# linear layers on AMD CPUs are oneDNN's (nmt_cli.devices.onednn_float32).
+# linear layers on AMD CPUs are oneDNN's (nmt_cli.devices.onednn_float32); the output layer's
+# float32 weight gradient is summed in place (nmt_cli.loss: addmm_).
 ONEDNN_LINEAR = "mkldnn::_linear_pointwise"
-PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", ONEDNN_LINEAR}
+IN_PLACE = "aten::addmm_"
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", IN_PLACE, ONEDNN_LINEAR}
 PROFILED_STEPS = 3
 
 
@@ -151,10 +153,14 @@ def matrix_product_time(trainer, batches: list) -> dict:
 
 def product_flops(event) -> int:
     """The operations of a profiled product event; the profiler counts none for oneDNN's
-    linear layer, x (m, k) by W (n, k): 2 m k n a call."""
-    if event.key != ONEDNN_LINEAR:
+    linear layer, x (m, k) by W (n, k): 2 m k n a call, nor for an in-place sum of a product,
+    C += A (m, k) B (k, n): 2 m k n a call."""
+    if event.key == ONEDNN_LINEAR:
+        (rows, inner), (outputs, _) = event.input_shapes[:2]
+    elif event.key == IN_PLACE:
+        (rows, inner), (_, outputs) = event.input_shapes[1:3]
+    else:
         return event.flops
-    (rows, inner), (outputs, _) = event.input_shapes[:2]
     return 2 * rows * inner * outputs * event.count
 
 
@@ -171,6 +177,7 @@ def run_alone(event, precision: str) -> float:
     operation, operands = {"aten::mm": (torch.mm, 2), "aten::addmm": (torch.addmm, 3),
                            "aten::bmm": (torch.bmm, 2),
                            "aten::baddbmm": (torch.baddbmm, 3),
+                           IN_PLACE: (torch.Tensor.addmm_, 3),
                            ONEDNN_LINEAR: (lambda x, w, b: torch.ops.mkldnn._linear_pointwise(
                                x, w, b, "none", [], ""), 3)}[event.key]
     # the operands come first; a compiled step may also pass an output tensor (out=)

@@ -228,6 +228,20 @@ def test_a_onednn_linear_layer_counts_its_operations_and_runs_again_alone():
     assert run_alone(event, "fp32") > 0.0
 
 
+def test_an_in_place_product_sum_counts_its_operations_and_runs_again_alone():
+    from types import SimpleNamespace
+
+    from bench.speed import IN_PLACE, PRODUCTS, product_flops, run_alone
+
+    # as the profiler records C.addmm_(A, B): C (3, 5), A (3, 4), B (4, 5), then the scalars
+    # beta and alpha; it counts no operations itself
+    event = SimpleNamespace(key=IN_PLACE, input_shapes=[[3, 5], [3, 4], [4, 5], [], []],
+                            count=2, flops=0)
+    assert IN_PLACE in PRODUCTS
+    assert product_flops(event) == 2 * (2 * 3 * 4 * 5)
+    assert run_alone(event, "fp32") > 0.0
+
+
 def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp_path):
     from bench import speed
 
