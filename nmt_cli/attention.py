@@ -11,6 +11,8 @@ get weight 0); the context vector is the weighted sum of the values.
   dot (Luong)  qᵀ k, general (Luong)  qᵀ W k
 - masks: a padding mask hides <pad> keys; the causal mask hides the future
   (−∞ above the diagonal, so position t attends to positions ≤ t only)
+- real positions: the layers that work on each position alone (projections, feed-forward,
+  LayerNorm) can skip padding; only attention needs the padded (batch, len) layout
 """
 
 from __future__ import annotations
@@ -29,6 +31,50 @@ from .special_tokens import PAD_ID
 def padding_mask(tokens: torch.Tensor) -> torch.Tensor:
     """True where a key is a real token: (batch, 1, len) from tokens (batch, len)."""
     return (tokens != PAD_ID).unsqueeze(1)
+
+
+class _Gather(torch.autograd.Function):
+    """Rows of x in the order `there` (with a zero row after the last where `padded`). Each row
+    goes to one place, so the gradient comes back by a gather too, in the order `back`; torch's
+    own backward pass of a gather is a scatter-add, on the CPU 0.29 ms against 0.05 for a
+    gather of 3,500 rows of 256."""
+
+    @staticmethod
+    def forward(ctx, x, there, back, padded):
+        ctx.save_for_backward(back)
+        ctx.padded = padded
+        return _gather(x, there, padded)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (back,) = ctx.saved_tensors
+        return _gather(grad, back, not ctx.padded), None, None, None
+
+
+def _gather(x: torch.Tensor, index: torch.Tensor, padded: bool) -> torch.Tensor:
+    return (F.pad(x, (0, 0, 0, 1)) if padded else x).index_select(0, index)
+
+
+class RealPositions:
+    """The real (not <pad>) positions of a padded batch of tokens (batch, len), so that the
+    layers that work on each position alone run on the real tokens only, packed as the rows of
+    one (rows, d) matrix, while attention still sees (batch, len, d) tensors, zero at padding
+    (which its padding mask hides)."""
+
+    def __init__(self, tokens: torch.Tensor):
+        real = (tokens != PAD_ID).reshape(-1)
+        self.shape = tokens.shape
+        self.rows = real.nonzero().squeeze(1)  # the flat position of each row
+        # the row of each position; padding reads row `rows`, a zero row after the last
+        self.slots = (real.cumsum(0) - 1).masked_fill_(~real, self.rows.numel())
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, len, d) -> (rows, d)."""
+        return _Gather.apply(x.reshape(-1, x.size(-1)), self.rows, self.slots, False)
+
+    def unpack(self, rows: torch.Tensor) -> torch.Tensor:
+        """(rows, d) -> (batch, len, d), zero at padding."""
+        return _Gather.apply(rows, self.slots, self.rows, True).view(*self.shape, -1)
 
 
 def causal_mask(size: int, device: torch.device | None = None) -> torch.Tensor:
@@ -80,27 +126,35 @@ class MultiHeadAttention(nn.Module):
         self.value_proj = nn.Linear(d_model, d_model)  # W_V
         self.out_proj = nn.Linear(d_model, d_model)  # W_O
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor, real: RealPositions | None = None) -> torch.Tensor:
+        """(batch, len, d_model), or (rows, d_model) at `real` positions
+        -> (batch, heads, len, d_head)."""
+        if real is not None:
+            x = real.unpack(x)
         batch, length, _ = x.shape
         x = x.view(batch, length, self.num_heads, self.d_head)  # (batch, len, heads, d_head)
         return x.transpose(1, 2)  # (batch, heads, len, d_head)
 
-    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def keys_values(self, x: torch.Tensor, real: RealPositions | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """K = X W_K and V = X W_V, each (batch, heads, len, d_head): what a cache keeps."""
-        return (self.split_heads(in_row_blocks(self.key_proj, x)),
-                self.split_heads(in_row_blocks(self.value_proj, x)))
+        return (self.split_heads(in_row_blocks(self.key_proj, x), real),
+                self.split_heads(in_row_blocks(self.value_proj, x), real))
 
     def attend(
         self, x: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         mask: torch.Tensor | None = None, causal: bool = False, need_weights: bool = False,
+        real: RealPositions | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Queries from x (batch, q_len, d_model) attend over projected keys and values.
 
-        `mask` is (batch, 1, k_len) or (q_len, k_len), True where visible.
+        `mask` is (batch, 1, k_len) or (q_len, k_len), True where visible. With `real`, x
+        holds the rows of those positions only (rows, d_model), and so does the output.
         Returns the output (batch, q_len, d_model) and, if asked, the weights
         (batch, heads, q_len, k_len).
         """
-        query = self.split_heads(in_row_blocks(self.query_proj, x))  # (batch, heads, q_len, d_head)
+        # (batch, heads, q_len, d_head)
+        query = self.split_heads(in_row_blocks(self.query_proj, x), real)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, 1, k_len): the same for every head
         dropout = self.dropout if self.training else 0.0
@@ -108,11 +162,15 @@ class MultiHeadAttention(nn.Module):
                                                         dropout, need_weights)
         batch, _, q_len, _ = context.shape
         context = context.transpose(1, 2).reshape(batch, q_len, -1)  # (batch, q_len, d_model)
+        if real is not None:
+            context = real.pack(context)  # (rows, d_model)
         return in_row_blocks(self.out_proj, context), weights
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
-                causal: bool = False, need_weights: bool = False):
-        return self.attend(x, *self.keys_values(memory), mask, causal, need_weights)
+                causal: bool = False, need_weights: bool = False,
+                real: RealPositions | None = None):
+        """`real`: x and memory hold only the rows of these positions (self-attention)."""
+        return self.attend(x, *self.keys_values(memory, real), mask, causal, need_weights, real)
 
 
 class DotScore(nn.Module):

@@ -5,6 +5,7 @@ import torch
 
 from nmt_cli.attention import (
     MultiHeadAttention,
+    RealPositions,
     attend_with_scores,
     causal_mask,
     make_score,
@@ -81,6 +82,18 @@ def test_additive_score_decodes_with_int8_linear_layers():
         scores = quantized(query, quantized.project_keys(keys))
     assert scores.shape == (3, 1, 5)
     assert torch.allclose(scores, expected, atol=0.05)
+
+
+def test_real_positions_pack_the_real_tokens_rows_and_unpack_them_with_zero_padding():
+    tokens = torch.tensor([[5, 6, 7], [8, PAD_ID, PAD_ID], [PAD_ID, 9, PAD_ID]])
+    real = RealPositions(tokens)
+    x = torch.randn(3, 3, 2, dtype=torch.float64, requires_grad=True)
+    rows = real.pack(x)
+    assert torch.equal(rows, x.detach()[tokens != PAD_ID])  # row by row, in order
+    assert torch.equal(real.unpack(rows), x.detach() * (tokens != PAD_ID).unsqueeze(-1))
+    # the gradients, each a gather of its own, against finite differences
+    assert torch.autograd.gradcheck(real.pack, (x,))
+    assert torch.autograd.gradcheck(real.unpack, (rows.detach().requires_grad_(),))
 
 
 def test_causal_mask_hides_the_future():

@@ -56,6 +56,32 @@ def test_step_by_step_decoding_reproduces_teacher_forced_logits(arch, changes):
     assert torch.allclose(forced, torch.stack(steps, dim=1), atol=1e-5)
 
 
+def test_the_encoder_skips_source_padding_with_the_same_loss_and_gradients(monkeypatch):
+    from nmt_cli.loss import teacher_forced_loss
+    from nmt_cli.models import transformer
+
+    model = tiny_model("transformer").train()
+    src, tgt = random_tokens(3, 6), teacher_forced_input(3, 6)
+    src[1, 4:], src[2, 2:] = PAD_ID, PAD_ID  # 6 + 4 + 2 = 12 real tokens of 18
+    norm_inputs = []
+    model.encoder_layers[0].attention_block.norm.register_forward_hook(
+        lambda module, inputs, output: norm_inputs.append(tuple(inputs[0].shape[:-1])))
+
+    def loss_and_gradients():
+        model.zero_grad()
+        loss = teacher_forced_loss(model, src, tgt[:, :-1], tgt[:, 1:])
+        loss.backward()
+        return loss.detach(), [parameter.grad.clone() for parameter in model.parameters()]
+
+    packed = loss_and_gradients()
+    monkeypatch.setattr(transformer, "skip_padding", lambda src: None)
+    padded = loss_and_gradients()
+    assert norm_inputs == [(12,), (3, 6)]  # the real tokens' rows; then the padded batch
+    assert torch.allclose(packed[0], padded[0])
+    for skipping, not_skipping in zip(packed[1], padded[1]):
+        assert torch.allclose(skipping, not_skipping, rtol=1e-4, atol=1e-6)
+
+
 def test_state_select_reorders_the_cache():
     model = tiny_model("transformer")
     src, tgt = random_tokens(3, 5), teacher_forced_input(3, 4)
@@ -191,7 +217,7 @@ def test_compiled_features_meet_new_lengths_without_recompiling(monkeypatch):
 
 
 class BFloat16Casts(torch.utils._python_dispatch.TorchDispatchMode):
-    """Records the shape of every tensor cast to bfloat16."""
+    """Records the shape of every tensor but a parameter cast to bfloat16."""
 
     def __init__(self):
         super().__init__()
@@ -199,7 +225,8 @@ class BFloat16Casts(torch.utils._python_dispatch.TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16:
+        if (func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16
+                and not isinstance(args[0], torch.nn.Parameter)):
             self.shapes.append(tuple(args[0].shape))
         return func(*args, **kwargs)
 
@@ -212,7 +239,9 @@ def test_under_autocast_each_sublayer_input_is_cast_once(norm_first):
     src, tgt = random_tokens(2, 7), teacher_forced_input(2, 5)
     with torch.autocast("cpu", dtype=torch.bfloat16), BFloat16Casts() as casts:
         model.features(src, tgt)
-    activations = [shape for shape in casts.shapes if len(shape) == 3]
+    # the encoder's sub-layers read the real source tokens' rows (rows, d), the others
+    # (batch, len, d)
+    activations = casts.shapes
     layers = len(model.encoder_layers), len(model.decoder_layers)
     # one a sub-layer (2 an encoder layer, 3 a decoder layer), and the memory once
     assert len(activations) == 2 * layers[0] + 3 * layers[1] + 1
