@@ -5,7 +5,9 @@ an element, where torch's float mask holds 4): torch's own bernoulli draw took a
 of a Transformer training step there. The mask is applied as a product with its 0/1 values
 read as bytes (`factor`): torch's CPU kernels for boolean masks (masked_fill, where, a
 product with a bool tensor) took three to ten times as long. On other devices this is torch's
-dropout.
+dropout. Inside torch.compile on the CPU too the mask comes from NumPy, which breaks the graph
+at every dropout; yet compiled steps with torch's dropout compiled in ran 7-26% slower
+(bench/RESULTS.md).
 
 `relu_dropout` is ReLU followed by dropout, the inside of the Transformer's feed-forward
 layer, as one step whose backward pass needs nothing but the output (which the next linear
