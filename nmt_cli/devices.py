@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -165,6 +166,16 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and onednn_products(x):
         return _Linear.apply(x, layer.weight, layer.bias)
     return layer(x)
+
+
+def stacked_linear(layers: Sequence[nn.Linear], x: torch.Tensor) -> torch.Tensor:
+    """The outputs of several linear layers of x side by side, as one product of x with their
+    weights stacked (for training: `linear`)."""
+    weight = torch.cat([layer.weight for layer in layers])
+    bias = torch.cat([layer.bias for layer in layers])
+    if onednn_products(x):
+        return _Linear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
 
 
 def fast_kernels(device: torch.device) -> None:

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from nmt_cli.attention import (
     MultiHeadAttention,
@@ -170,3 +171,29 @@ def test_multi_head_attention_returns_per_head_weights():
     assert out.shape == (2, 3, 16) and weights.shape == (2, 4, 3, 5)
     assert torch.allclose(out, fast, atol=1e-5)
     assert (weights[1, :, :, 2:] == 0).all()
+
+
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_stacked_projections_give_the_values_and_gradients_of_separate_ones(kind):
+    # In training, Q, K and V of self-attention (K and V of cross-attention) are one product
+    # of the input with the projections' weights side by side.
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(32, 4, dropout=0.0).train()
+    x = torch.randn(3, 7, 32, requires_grad=True)
+    memory = x if kind == "self" else torch.randn(3, 5, 32, requires_grad=True)
+    inputs = [x] if kind == "self" else [x, memory]
+    weights = list(attention.parameters())
+
+    def heads(layer, source):
+        return layer(source).view(3, -1, 4, 8).transpose(1, 2)
+
+    out, _ = attention(x, memory, causal=kind == "self")
+    context = F.scaled_dot_product_attention(
+        heads(attention.query_proj, x), heads(attention.key_proj, memory),
+        heads(attention.value_proj, memory), is_causal=kind == "self")
+    expected = attention.out_proj(context.transpose(1, 2).reshape(3, 7, 32))
+    torch.testing.assert_close(out, expected)
+    grads = torch.autograd.grad(out.square().sum(), inputs + weights)
+    expected_grads = torch.autograd.grad(expected.square().sum(), inputs + weights)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(grad, expected_grad)
