@@ -170,7 +170,7 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 def stacked_linear(layers: Sequence[nn.Linear], x: torch.Tensor) -> torch.Tensor:
     """The outputs of several linear layers of x side by side, as one product of x with their
-    weights stacked (for training: `linear`)."""
+    weights stacked; in training, through oneDNN where `linear` would be."""
     weight = torch.cat([layer.weight for layer in layers])
     bias = torch.cat([layer.bias for layer in layers])
     if onednn_products(x):
