@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from string import Template
 
@@ -150,6 +151,19 @@ def peak_rss_mb(pid: int | str = "self") -> float:
 def rss_mb(pid: int | str = "self") -> float:
     """Resident memory (VmRSS) of a process now."""
     return status_mb(pid, "VmRSS")
+
+
+def logged_rate(lines: list[tuple[str, float]], skip: int = 1) -> float:
+    """Throughput from a peer's log lines (timestamp "YYYY-mm-dd HH:MM:SS,mmm", tokens per
+    second over the window since the line before): each window's rate weighted by its length
+    on the clock, so total tokens over total time, the way nmt's and MarianMT's figures are
+    made. The first `skip` windows are left out (reading the corpus, first-call costs). The
+    median of the windows' rates, used before, is 2.4% higher than this on average (0.98x to
+    1.08x) over 55 eole speed runs: it leaves slow windows out, and time spent in them."""
+    stamps = [datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() for stamp, _ in lines]
+    kept = range(max(skip, 1), len(lines))  # the caller makes sure that some are left
+    seconds = [stamps[i] - stamps[i - 1] for i in kept]
+    return sum(lines[i][1] * s for i, s in zip(kept, seconds)) / sum(seconds)
 
 
 def watch_peak_rss(process: subprocess.Popen, interval: float,

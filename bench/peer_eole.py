@@ -6,9 +6,10 @@ bench/peers/eole-transformer.yaml, with its own token batching (batches of 4,096
 cut from buckets of 32,768 sentence pairs sorted by length), 2 threads, CPU. Throughput is
 target tokens (non-pad, </s> included) per second, as bench.speed counts them: eole logs
 "SRC/TGT tok/s" every `report_every` steps (every step here), TGT being that figure over the
-window since the previous line; the median of those windows is taken, the first left out (it
-holds reading and tokenizing the corpus). Memory is the peak resident set of the training
-process, sampled twice a second.
+window since the previous line. Each window counts for its length on the clock (the time
+between the lines), so the figure is target tokens over time, the first three steps left out
+(the first holds reading and tokenizing the corpus), as nmt and MarianMT are measured.
+Memory is the peak resident set of the training process, sampled twice a second.
 
     python -m bench.peer_eole [--seconds N] [--precision fp32|bf16] [--data DIR]
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +34,7 @@ from .common import (
     PEERS,
     add_data_option,
     ensure_venv,
+    logged_rate,
     multi30k_dir,
     new_parser,
     prepare_joeynmt_data,
@@ -54,8 +55,12 @@ EOLE_INSTALL = (
 # The pieces at the head of the vocabulary, in SentencePiece's id order; the config names
 # "<pad>" as eole's pad token, so that eole's ids are SentencePiece's.
 SPECIALS = ["<unk>", "<pad>", "<s>", "</s>"]
-# "Step 15/1000000; ... 3010/3243 tok/s; ...": non-pad source / non-pad target tokens per second
-WINDOW = re.compile(r"Step\s+\d+\S*;.*?([\d.]+)/\s*([\d.]+) tok/s")
+# "[2026-12-01 02:50:01,123 INFO] Step 15/1000000; ... 3010/3243 tok/s; ...": the time of
+# the line, non-pad source / non-pad target tokens per second
+WINDOW = re.compile(r"\[(\S+ \S+) INFO\] Step\s+\d+\S*;.*?([\d.]+)/\s*([\d.]+) tok/s")
+# Steps left out of a speed measurement: the first holds reading and tokenizing the corpus;
+# nmt and MarianMT leave out as many warm-up steps.
+WARMUP_STEPS = 3
 # Speed runs: no validation, no periodic checkpoint, and a log line every step. An eole step
 # holds about 3,300 target tokens (nearly twice a JoeyNMT step), so one step is already a
 # window of seconds, and short budgets still yield enough windows.
@@ -126,8 +131,8 @@ def run_training(python: Path, config: str, seconds: float, workdir: Path) -> tu
 
 
 def train_speed(seconds: float, precision: str = "fp32", corpus: Path | None = None) -> dict:
-    """Train the reference Transformer with validation off for `seconds`; target tokens/s (the
-    median of eole's logged windows after the first), peak RSS, and the number of windows.
+    """Train the reference Transformer with validation off for `seconds`; target tokens/s (over
+    eole's logged windows after the first three), peak RSS, and the number of windows.
     bf16 is eole's mixed precision: on CPU, torch.autocast in bfloat16 over float32 weights."""
     python, files = setup_eole(multi30k_dir(corpus))
     print(f"eole transformer ({precision}): training for {seconds:g} s", file=sys.stderr,
@@ -137,10 +142,10 @@ def train_speed(seconds: float, precision: str = "fp32", corpus: Path | None = N
     log, peak = run_training(python, eole_config(files, workdir / "model", changes), seconds,
                              workdir)
     shutil.rmtree(workdir / "model", ignore_errors=True)  # the checkpoint of the stop; keep the log
-    windows = [float(target) for _source, target in WINDOW.findall(log)]
-    if len(windows) < 2:
+    windows = [(stamp, float(target)) for stamp, _source, target in WINDOW.findall(log)]
+    if len(windows) <= WARMUP_STEPS:
         raise SystemExit(f"eole {precision}: too few logged windows; see {workdir / 'log.txt'}")
-    return {"tokens_per_s": statistics.median(windows[1:]), "peak_rss_mb": peak,
+    return {"tokens_per_s": logged_rate(windows, WARMUP_STEPS), "peak_rss_mb": peak,
             "windows": len(windows)}
 
 

@@ -6,7 +6,10 @@ SentencePiece unigram 8,000, batches of 4,096 padded slots, 2 threads, CPU). nmt
 twice: with its own length-sorted batches, and with JoeyNMT-style batches (random order,
 filled until sentences x (longest side + 1) reaches the budget), so that the gain from less
 padding and the gain from faster compute can be told apart. Throughput is target tokens
-(non-pad, <eos> included) per second; memory is the peak resident set (VmHWM).
+(non-pad, <eos> included) over time: over a number of steps for nmt's rows that run once, and
+for the same wall-clock time (150 s; 360 s without --quick) for every system in the runs
+behind "vs fastest peer" (for eole and JoeyNMT, from the windows that they log:
+`common.logged_rate`). Memory is the peak resident set (VmHWM).
 
 Each peer trains the reference Transformer with its own recommended batching (JoeyNMT's and
 eole's token batches, 64 shuffled sentences a batch for MarianMT), in fp32 and, where it has
@@ -37,6 +40,7 @@ Each peer is installed on first use into a virtual environment of its own under 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -56,6 +60,7 @@ from .common import (
     add_data_option,
     joeynmt_command,
     joeynmt_config,
+    logged_rate,
     multi30k_dir,
     new_parser,
     peak_rss_mb,
@@ -81,9 +86,10 @@ COMPILED = {"transformer --compile": {"train.compile": True},
             "transformer-bf16 --compile": {"train.precision": "bf16", "train.compile": True}}
 
 
-def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
-    """Train `steps` steps after some warm-up steps (3; 8 when compiled: the first ones
-    compile) and report throughput, memory and the warm-up time."""
+def nmt_worker(name: str, steps: int, batching: str, corpus: Path, seconds: float = 0) -> dict:
+    """Train `steps` steps, or for `seconds` of wall-clock time where given, after some warm-up
+    steps (3; 8 when compiled: the first ones compile) and report throughput, memory and the
+    warm-up time."""
     import torch
 
     from nmt_cli.config import Config, apply_overrides
@@ -100,19 +106,23 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path) -> dict:
                                         config.train.batch_tokens, seed=1)
     else:
         batches = trainer.epoch_batches(0)
+    stream = itertools.chain(batches, itertools.chain.from_iterable(  # epoch after epoch
+        batches if batching == "joeynmt" else trainer.epoch_batches(epoch)
+        for epoch in itertools.count(1)))
     warmup, started = (8 if config.train.compile else 3), time.perf_counter()
-    for indices in batches[:warmup]:
+    for indices in itertools.islice(stream, warmup):
         trainer.train_step([indices])
-    tokens, warmup_seconds, started = 0, time.perf_counter() - started, time.perf_counter()
-    for indices in batches[warmup : warmup + steps]:
-        tokens += trainer.train_step([indices])[1]
-    seconds, peak = time.perf_counter() - started, peak_rss_mb()
+    tokens, done, warmup_seconds, started = 0, 0, time.perf_counter() - started, time.perf_counter()
+    while not done or (time.perf_counter() - started < seconds if seconds else done < steps):
+        tokens, done = tokens + trainer.train_step([next(stream)])[1], done + 1
+    elapsed, peak = time.perf_counter() - started, peak_rss_mb()
     padded = sum(len(b) * (max(max(len(trainer.train_data.src[i]), len(trainer.train_data.tgt[i]))
                                 for i in b) + 1) for b in batches)
     real = sum(len(trainer.train_data.tgt[i]) + 1 for b in batches for i in b)
-    after = batches[warmup + steps : warmup + steps + PROFILED_STEPS]
-    return {"tokens_per_s": tokens / seconds, "seconds_per_step": seconds / steps,
-            "warmup_seconds": warmup_seconds, "tgt_tokens_per_batch": real / len(batches),
+    after = list(itertools.islice(stream, PROFILED_STEPS))
+    return {"tokens_per_s": tokens / elapsed, "seconds_per_step": elapsed / done, "steps": done,
+            "warmup_seconds": warmup_seconds, "epoch_batches": len(batches),
+            "tgt_tokens_per_batch": real / len(batches),
             "padding_efficiency": real / padded, "peak_rss_mb": peak,
             **matrix_product_time(trainer, after)}
 
@@ -190,21 +200,27 @@ def run_alone(event, precision: str) -> float:
     return time.perf_counter() - started
 
 
-def run_nmt(name: str, steps: int, batching: str, corpus: Path) -> dict:
+def run_nmt(name: str, steps: int, batching: str, corpus: Path, seconds: float = 0) -> dict:
     """nmt_worker in a process of its own, so that each configuration's peak memory is its own."""
-    print(f"nmt {name} ({batching} batches): training {steps} steps", file=sys.stderr,
-          flush=True)
+    length = f"for {seconds:g} s" if seconds else f"{steps} steps"
+    print(f"nmt {name} ({batching} batches): training {length}", file=sys.stderr, flush=True)
     result = subprocess.run([sys.executable, "-m", "bench.speed", "--worker", name,
-                             "--steps", str(steps), "--batching", batching,
-                             "--data", str(corpus)],
+                             "--steps", str(steps), "--seconds", str(seconds),
+                             "--batching", batching, "--data", str(corpus)],
                             capture_output=True, text=True, env=two_threads_env(), cwd=ROOT)
     if result.returncode != 0:
         raise SystemExit(f"nmt worker {name} failed:\n{result.stderr[-2000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+# "2026-12-03 15:39:09,213 - INFO - joeynmt.training - Epoch 1, Step: 10, ..., Tokens per
+# Sec: 1028, ...": the time of the line and the target tokens per second since the line before
+JOEYNMT_WINDOW = re.compile(r"^(\S+ \S+) - INFO - .*Tokens per Sec:\s*([\d.]+)", re.MULTILINE)
+
+
 def run_joeynmt(name: str, seconds: int, corpus: Path) -> dict:
-    """Train JoeyNMT for `seconds`, then stop it with SIGINT; median of its logged windows."""
+    """Train JoeyNMT for `seconds`, then stop it with SIGINT; target tokens over time from its
+    windows of 10 steps (`logged_rate`), the first left out."""
     python, files = setup_joeynmt(corpus)
     print(f"joeynmt {name}: training for {seconds} s", file=sys.stderr, flush=True)
     out = Path(tempfile.mkdtemp()) / "model"
@@ -216,10 +232,10 @@ def run_joeynmt(name: str, seconds: int, corpus: Path) -> dict:
         process = subprocess.Popen(joeynmt_command(python, "train", str(config)), stdout=sink,
                                    stderr=subprocess.STDOUT, env=two_threads_env())
         peak = watch_peak_rss(process, 0.5, stop_after=seconds)
-    windows = [float(v) for v in re.findall(r"Tokens per Sec:\s*([\d.]+)", log.read_text())]
+    windows = [(stamp, float(rate)) for stamp, rate in JOEYNMT_WINDOW.findall(log.read_text())]
     if len(windows) < 2:
         raise SystemExit(f"JoeyNMT {name}: too few logged windows; see {log}")
-    return {"tokens_per_s": statistics.median(windows[1:]), "windows": len(windows),
+    return {"tokens_per_s": logged_rate(windows), "windows": len(windows),
             "peak_rss_mb": peak}
 
 
@@ -288,11 +304,12 @@ def shown_versus(versus: tuple[float, str, list[float]]) -> str:
 def paired_runs(peers: list[str], steps: int, seconds: int,
                 corpus: Path) -> list[tuple[str, Callable[[], dict]]]:
     """The runs that "vs fastest peer" compares, in the order of one round: nmt's Transformer
-    with its own batches, then each peer at its own recommended batching, fp32 then bf16."""
+    with its own batches, then each peer at its own recommended batching, fp32 then bf16;
+    each trains for `seconds` after its warm-up."""
     runs: list[tuple[str, Callable[[], dict]]] = []
     for precision, mine in NMT_BY_PRECISION.items():
         name = "transformer" if precision == "fp32" else "transformer-bf16"
-        runs.append((mine, partial(run_nmt, name, steps, "nmt", corpus)))
+        runs.append((mine, partial(run_nmt, name, steps, "nmt", corpus, seconds)))
         if precision == "fp32" and "joeynmt" in peers:
             runs.append(("joeynmt transformer", partial(run_joeynmt, "transformer", seconds,
                                                         corpus)))
@@ -366,10 +383,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=OUT / "speed.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--batching", default="nmt", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(nmt_worker(args.worker, args.steps, args.batching, args.data)))
+        print(json.dumps(nmt_worker(args.worker, args.steps, args.batching, args.data,
+                                    args.seconds)))
         return
     if args.rounds is not None and args.rounds < 1:
         raise SystemExit(f"--rounds must be at least 1 (got {args.rounds})")

@@ -193,6 +193,19 @@ def test_a_profiled_step_finds_its_matrix_products(multi30k_layout, tmp_path, mo
     assert matrix_product_time(trainer, []) == {}
 
 
+def test_the_speed_worker_runs_past_an_epoch_and_for_a_time(multi30k_layout, monkeypatch):
+    from bench import speed
+
+    tiny = {"tokenizer.vocab_size": 250, "model.d_model": 32, "model.d_ff": 64,
+            "train.batch_tokens": 600}
+    monkeypatch.setattr(speed, "NMT_REFERENCE", {"tiny": tiny})
+    figures = speed.nmt_worker("tiny", 60, "nmt", multi30k_layout)
+    assert figures["steps"] == 60 and figures["epoch_batches"] < 60 - 3  # on into epoch 2
+    assert figures["tokens_per_s"] > 0 and figures["product_share"] > 0  # profiled after
+    # for a time: at least the one step begun before the time is up, however short
+    assert speed.nmt_worker("tiny", 0, "nmt", multi30k_layout, seconds=1e-6)["steps"] == 1
+
+
 def test_a_profiled_product_runs_again_alone_with_its_own_shapes(monkeypatch):
     from types import SimpleNamespace
 
@@ -259,14 +272,24 @@ def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp
         return {"tokens_per_s": speeds[index % len(speeds)], "peak_rss_mb": 1000.0 + len(calls),
                 **(profiled if name == "nmt transformer" else {})}
 
-    monkeypatch.setattr(speed, "run_nmt", lambda name, steps, batching, corpus: measured(
-        f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"))
+    windows = {}  # nmt's runs: how long each trained, in steps or seconds
+
+    def run_nmt(name, steps, batching, corpus, seconds=0):
+        row = f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"
+        windows[row] = "seconds" if seconds else "steps"
+        assert seconds in (0, 150) and steps == 15
+        return measured(row)
+
+    monkeypatch.setattr(speed, "run_nmt", run_nmt)
     monkeypatch.setattr(speed.peer_eole, "train_speed",
                         lambda seconds, precision, corpus: measured(f"eole {precision}"))
     results = speed.measure(["eole"], 15, 150, 3, tmp_path)
     one_round = ["nmt transformer", "eole fp32", "nmt transformer-bf16", "eole bf16"]
     assert calls[:12] == one_round + one_round[::-1] + one_round
     assert calls.count("nmt transformer") == 3  # the rows run once are not run again
+    # nmt trains as long as its peers where they are compared, a number of steps elsewhere
+    assert windows["nmt transformer"] == windows["nmt transformer-bf16"] == "seconds"
+    assert windows["nmt gru-luong"] == windows["nmt transformer joeynmt"] == "steps"
     fp32 = speed.versus_fastest(results, "nmt transformer (nmt batches)", "fp32")
     assert fp32 == (1.5, "eole transformer (fp32)", [1.5, 1.5, 1.0])
     assert speed.shown_versus(fp32) == \
@@ -285,11 +308,29 @@ def test_eole_log_windows_and_config_entries():
     line = ("[2026-12-01 02:50:01,123 INFO] Step 15/1000000; acc: 12.3; ppl: 900.1; xent: 6.8; "
             "aux: 0.000; mtp: 0.000; attn_ent: 0.000; lr: 7.59e-06; sents:     893; "
             "bsz: 1496/1593/60; 3010/3243 tok/s;     12 sec;")  # eole 0.6.4's format
-    assert WINDOW.findall(line) == [("3010", "3243")]
+    assert WINDOW.findall(line) == [("2026-12-01 02:50:01,123", "3010", "3243")]
     text = "seed: 42\ntraining:\n  valid_steps: 80\n  batch_size: 4096\n"
     changed = set_entry(set_entry(text, "training.valid_steps", 1000000), "report_every", 1)
     assert changed == ("report_every: 1\nseed: 42\ntraining:\n  valid_steps: 1000000\n"
                        "  batch_size: 4096\n")
+
+
+def test_a_peers_logged_windows_count_for_their_time():
+    from bench.common import logged_rate
+    from bench.speed import JOEYNMT_WINDOW
+
+    log = ("2026-12-03 23:59:58,500 - INFO - joeynmt.training - Epoch   1, Step:       10, "
+           "Batch Loss:     7.27, Batch Acc: 0.08, Tokens per Sec:     9999, Lr: 0.0005\n"
+           "2026-12-03 23:59:59,500 - INFO - joeynmt.training - Epoch   1, Step:       20, "
+           "Batch Loss:     5.96, Batch Acc: 0.06, Tokens per Sec:      1000, Lr: 0.0005\n"
+           "2026-12-04 00:00:02,500 - INFO - joeynmt.training - Epoch   1, Step:       30, "
+           "Batch Loss:     5.31, Batch Acc: 0.06, Tokens per Sec:      2000, Lr: 0.0005\n")
+    windows = [(stamp, float(rate)) for stamp, rate in JOEYNMT_WINDOW.findall(log)]
+    assert [rate for _, rate in windows] == [9999.0, 1000.0, 2000.0]
+    # 1,000 tokens in the second, 6,000 in the next three (past midnight): 7,000 in 4 s; the
+    # first window is left out, and the median of the other two would say 1,500
+    assert logged_rate(windows) == pytest.approx(1750.0)
+    assert logged_rate(windows, skip=2) == pytest.approx(2000.0)
 
 
 def test_the_race_is_won_only_ahead_of_every_peer():
