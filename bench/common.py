@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -277,3 +278,29 @@ def joeynmt_config(family: str, files: dict[str, Path], model_dir: Path,
 def joeynmt_command(python: Path, *arguments: str) -> list[str]:
     """A JoeyNMT command (train, test, translate) through bench/peers/run_joeynmt.py."""
     return [str(python), str(PEERS / "run_joeynmt.py"), *arguments]
+
+
+# "2026-12-03 15:39:09,213 - INFO - joeynmt.training - Epoch 1, Step: 10, ..., Tokens per
+# Sec: 1028, ...": the time of the line and the target tokens per second since the line before
+JOEYNMT_WINDOW = re.compile(r"^(\S+ \S+) - INFO - .*Tokens per Sec:\s*([\d.]+)", re.MULTILINE)
+
+
+def joeynmt_train_speed(name: str, seconds: int, corpus: Path) -> dict:
+    """Train JoeyNMT for `seconds`, then stop it with SIGINT; target tokens over time from its
+    windows of 10 steps (`logged_rate`), the first left out."""
+    python, files = setup_joeynmt(corpus)
+    print(f"joeynmt {name}: training for {seconds} s", file=sys.stderr, flush=True)
+    out = Path(tempfile.mkdtemp()) / "model"
+    config = out.parent / "config.yaml"
+    config.write_text(joeynmt_config(name, files, out, {  # speed only: no validation
+        "training.validation_freq": 100000, "training.logging_freq": 10}))
+    log = out.parent / "log.txt"
+    with open(log, "w") as sink:
+        process = subprocess.Popen(joeynmt_command(python, "train", str(config)), stdout=sink,
+                                   stderr=subprocess.STDOUT, env=two_threads_env())
+        peak = watch_peak_rss(process, 0.5, stop_after=seconds)
+    windows = [(stamp, float(rate)) for stamp, rate in JOEYNMT_WINDOW.findall(log.read_text())]
+    if len(windows) < 2:
+        raise SystemExit(f"JoeyNMT {name}: too few logged windows; see {log}")
+    return {"tokens_per_s": logged_rate(windows), "windows": len(windows),
+            "peak_rss_mb": peak}

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -58,15 +57,11 @@ from .common import (
     OUT,
     ROOT,
     add_data_option,
-    joeynmt_command,
-    joeynmt_config,
-    logged_rate,
+    joeynmt_train_speed,
     multi30k_dir,
     new_parser,
     peak_rss_mb,
-    setup_joeynmt,
     two_threads_env,
-    watch_peak_rss,
 )
 
 
@@ -213,32 +208,6 @@ def run_nmt(name: str, steps: int, batching: str, corpus: Path, seconds: float =
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-# "2026-12-03 15:39:09,213 - INFO - joeynmt.training - Epoch 1, Step: 10, ..., Tokens per
-# Sec: 1028, ...": the time of the line and the target tokens per second since the line before
-JOEYNMT_WINDOW = re.compile(r"^(\S+ \S+) - INFO - .*Tokens per Sec:\s*([\d.]+)", re.MULTILINE)
-
-
-def run_joeynmt(name: str, seconds: int, corpus: Path) -> dict:
-    """Train JoeyNMT for `seconds`, then stop it with SIGINT; target tokens over time from its
-    windows of 10 steps (`logged_rate`), the first left out."""
-    python, files = setup_joeynmt(corpus)
-    print(f"joeynmt {name}: training for {seconds} s", file=sys.stderr, flush=True)
-    out = Path(tempfile.mkdtemp()) / "model"
-    config = out.parent / "config.yaml"
-    config.write_text(joeynmt_config(name, files, out, {  # speed only: no validation
-        "training.validation_freq": 100000, "training.logging_freq": 10}))
-    log = out.parent / "log.txt"
-    with open(log, "w") as sink:
-        process = subprocess.Popen(joeynmt_command(python, "train", str(config)), stdout=sink,
-                                   stderr=subprocess.STDOUT, env=two_threads_env())
-        peak = watch_peak_rss(process, 0.5, stop_after=seconds)
-    windows = [(stamp, float(rate)) for stamp, rate in JOEYNMT_WINDOW.findall(log.read_text())]
-    if len(windows) < 2:
-        raise SystemExit(f"JoeyNMT {name}: too few logged windows; see {log}")
-    return {"tokens_per_s": logged_rate(windows), "windows": len(windows),
-            "peak_rss_mb": peak}
-
-
 PEER_NAMES = ("joeynmt", "eole", "marian")
 # Each peer at its own recommended batching, by precision: what "vs fastest peer" compares with.
 OWN_BATCHING = {"fp32": ("joeynmt transformer", "eole transformer (fp32)",
@@ -311,8 +280,8 @@ def paired_runs(peers: list[str], steps: int, seconds: int,
         name = "transformer" if precision == "fp32" else "transformer-bf16"
         runs.append((mine, partial(run_nmt, name, steps, "nmt", corpus, seconds)))
         if precision == "fp32" and "joeynmt" in peers:
-            runs.append(("joeynmt transformer", partial(run_joeynmt, "transformer", seconds,
-                                                        corpus)))
+            runs.append(("joeynmt transformer",
+                         partial(joeynmt_train_speed, "transformer", seconds, corpus)))
         if "eole" in peers:
             runs.append((f"eole transformer ({precision})",
                          partial(peer_eole.train_speed, seconds, precision, corpus)))
@@ -360,8 +329,8 @@ def measure(peers: list[str], steps: int, seconds: int, rounds: int,
     once += [(f"nmt {name} (nmt batches)", partial(run_nmt, name, steps, "nmt", corpus))
              for name in COMPILED]
     if "joeynmt" in peers:
-        once.append(("joeynmt gru-bahdanau", partial(run_joeynmt, "gru-bahdanau", seconds,
-                                                     corpus)))
+        once.append(("joeynmt gru-bahdanau",
+                      partial(joeynmt_train_speed, "gru-bahdanau", seconds, corpus)))
     if "marian" in peers:
         once.append(("marian transformer (tokens batches, fp32)",
                      partial(peer_marian.train_speed, seconds, "fp32", "tokens", corpus)))

@@ -316,8 +316,7 @@ def test_eole_log_windows_and_config_entries():
 
 
 def test_a_peers_logged_windows_count_for_their_time():
-    from bench.common import logged_rate
-    from bench.speed import JOEYNMT_WINDOW
+    from bench.common import JOEYNMT_WINDOW, logged_rate
 
     log = ("2026-12-03 23:59:58,500 - INFO - joeynmt.training - Epoch   1, Step:       10, "
            "Batch Loss:     7.27, Batch Acc: 0.08, Tokens per Sec:     9999, Lr: 0.0005\n"
