@@ -81,8 +81,8 @@ def train_speed(compiled: bool, device: str, steps: int, corpus: Path, preset_na
     trainer = Trainer(config, prepare_run_dir(Path(tempfile.mkdtemp()) / "run"), lambda e: None)
     warmup = 5 if compiled else 3
     batches = trainer.epoch_batches(0)[: warmup + steps]
-    vocab = trainer.tokenizer.tgt_vocab_size
-    flops = sum(step_flops(config.model, vocab, make_batch(trainer.train_data, indices))
+    vocab = trainer.corpus.tokenizer.tgt_vocab_size
+    flops = sum(step_flops(config.model, vocab, make_batch(trainer.corpus.train, indices))
                 for indices in batches[warmup:])
     trainer.batches.prefetch(batches)  # built ahead on CUDA, so not timed
     for indices in batches[:warmup]:

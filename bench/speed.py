@@ -96,8 +96,8 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path, seconds: floa
     run_dir = prepare_run_dir(Path(tempfile.mkdtemp()) / "run")
     trainer = Trainer(config, run_dir, lambda event: None)
     if batching == "joeynmt":
-        batches = joeynmt_style_batches([len(s) for s in trainer.train_data.src],
-                                        [len(t) for t in trainer.train_data.tgt],
+        batches = joeynmt_style_batches([len(s) for s in trainer.corpus.train.src],
+                                        [len(t) for t in trainer.corpus.train.tgt],
                                         config.train.batch_tokens, seed=1)
     else:
         batches = trainer.epoch_batches(0)
@@ -111,9 +111,10 @@ def nmt_worker(name: str, steps: int, batching: str, corpus: Path, seconds: floa
     while not done or (time.perf_counter() - started < seconds if seconds else done < steps):
         tokens, done = tokens + trainer.train_step([next(stream)])[1], done + 1
     elapsed, peak = time.perf_counter() - started, peak_rss_mb()
-    padded = sum(len(b) * (max(max(len(trainer.train_data.src[i]), len(trainer.train_data.tgt[i]))
-                                for i in b) + 1) for b in batches)
-    real = sum(len(trainer.train_data.tgt[i]) + 1 for b in batches for i in b)
+    data = trainer.corpus.train
+    padded = sum(len(b) * (max(max(len(data.src[i]), len(data.tgt[i])) for i in b) + 1)
+                 for b in batches)
+    real = sum(len(data.tgt[i]) + 1 for b in batches for i in b)
     after = list(itertools.islice(stream, PROFILED_STEPS))
     return {"tokens_per_s": tokens / elapsed, "seconds_per_step": elapsed / done, "steps": done,
             "warmup_seconds": warmup_seconds, "epoch_batches": len(batches),

@@ -48,6 +48,12 @@ class TokenizerConfig:
     model_type: str = "unigram"  # unigram | bpe
     joint: bool = True  # one SentencePiece model for source and target
     character_coverage: float = 1.0
+    # Subword regularization (Kudo, 2018): each epoch segments the training text anew, drawing
+    # each sentence's pieces at random (unigram: among the `sampling_nbest` best segmentations,
+    # -1 for all, from their probabilities raised to `sampling_alpha`; bpe: dropping each merge
+    # with probability `sampling_alpha`). Validation and translation keep the best one. 0: off
+    sampling_alpha: float = 0.0
+    sampling_nbest: int = -1
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,9 @@ class Config:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
         if self.train.lr <= 0:
             raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        if self.tokenizer.sampling_nbest in (0, 1) or self.tokenizer.sampling_nbest < -1:
+            raise UserError("tokenizer.sampling_nbest must be -1 (every segmentation) or at "
+                            f"least 2 (got {self.tokenizer.sampling_nbest})")
         if self.model.arch == "transformer":
             if self.model.d_model % (2 * self.model.num_heads):
                 raise UserError("model.d_model must be an even multiple of model.num_heads")
@@ -181,7 +190,8 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
                 "train.keep_last")
-PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay")  # in [0, 1)
+PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
+                 "tokenizer.sampling_alpha")
 LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
 
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest

@@ -4,6 +4,10 @@ A plain corpus folder holds SPLIT.LANG[.gz] text: a new run trains its tokenizer
 training text and encodes it in memory. A folder made by `nmt data prepare` holds a tokenizer
 and the training pairs as id files (prepared.py), read a batch at a time. Either way the
 validation set is read as text, since validation scores detokenized translations.
+
+Under subword regularization (tokenizer.sampling_alpha) each epoch reads the plain training text
+segmented anew, a draw of its own that the seed and the epoch fix (so a resumed run reads the
+same pieces).
 """
 
 from __future__ import annotations
@@ -28,9 +32,30 @@ class TrainingCorpus:
     train: EncodedText | prepared.PreparedText  # token ids of the kept training pairs
     val_text: ParallelText
     val: EncodedText
+    text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
+    best: EncodedText | None = None  # their best segmentations,
+    sampling: tuple[float, int, int] = (0.0, -1, 0)  # and alpha, nbest and data.max_len
+    tgt_lengths: np.ndarray | None = None
 
     def target_lengths(self) -> np.ndarray:
-        return np.asarray(self.train.lengths()[1])
+        """Of the pairs as the epoch reads them: read once an epoch, not per step."""
+        if self.tgt_lengths is None:
+            self.tgt_lengths = np.asarray(self.train.lengths()[1])
+        return self.tgt_lengths
+
+    def for_epoch(self, epoch: int, seed: int) -> EncodedText | prepared.PreparedText:
+        """The training pairs as `epoch` reads them: under subword sampling, drawn anew (a
+        drawn pair over data.max_len tokens keeps its best segmentation)."""
+        if self.text is None or self.best is None:
+            return self.train
+        alpha, nbest, max_len = self.sampling
+        src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest,
+                                         seed * 100_003 + epoch)
+        for i, (s, t) in enumerate(zip(src, tgt)):
+            if max(len(s), len(t)) + 1 > max_len:
+                src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
+        self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
+        return self.train
 
     def close(self) -> None:
         if isinstance(self.train, prepared.PreparedText):
@@ -44,6 +69,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     data = config.data
     folder = corpus_dir(data.data_dir)
     is_prepared = prepared.is_prepared(folder)
+    if is_prepared and config.tokenizer.sampling_alpha:
+        raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"
+                        " subword sampling segments text, so it needs the plain-text corpus")
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
@@ -66,7 +94,13 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
            f"skipped, {train.too_long:,} longer than {data.max_len} tokens dropped"
            + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
-    return TrainingCorpus(tokenizer, train, val_text, val)
+    alpha, nbest = config.tokenizer.sampling_alpha, config.tokenizer.sampling_nbest
+    if not alpha:
+        return TrainingCorpus(tokenizer, train, val_text, val)
+    kept = ParallelText([train_text.src[i] for i in train.kept],
+                        [train_text.tgt[i] for i in train.kept])
+    return TrainingCorpus(tokenizer, train, val_text, val, kept, train,
+                          (alpha, nbest, data.max_len))
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

@@ -12,7 +12,7 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -107,6 +107,7 @@ class EncodedText:
     tgt: list[list[int]]
     empty: int = 0
     too_long: int = 0
+    kept: list[int] = field(default_factory=list)  # the line of each kept pair
 
     def lengths(self) -> tuple[list[int], list[int]]:
         return [len(s) for s in self.src], [len(t) for t in self.tgt]
@@ -116,7 +117,7 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> E
     """Tokenize, skip pairs with an empty side and drop pairs over `max_len` tokens."""
     src_ids, tgt_ids = tokenizer.encode_src(text.src), tokenizer.encode_tgt(text.tgt)
     encoded = EncodedText([], [])
-    for s, t in zip(src_ids, tgt_ids):
+    for line, (s, t) in enumerate(zip(src_ids, tgt_ids)):
         if not s or not t:
             encoded.empty += 1
         elif len(s) + 1 > max_len or len(t) + 1 > max_len:
@@ -124,6 +125,7 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> E
         else:
             encoded.src.append(s)
             encoded.tgt.append(t)
+            encoded.kept.append(line)
     return encoded
 
 

@@ -94,5 +94,17 @@ class Tokenizer:
     def encode_tgt(self, lines: list[str]) -> list[list[int]]:
         return self.tgt.encode(lines)
 
+    def sample(self, src_lines: list[str], tgt_lines: list[str], alpha: float, nbest: int,
+               seed: int) -> tuple[list[list[int]], list[list[int]]]:
+        """Segmentations drawn at random (subword regularization), the same ones for the same
+        seed: SentencePiece's generator seeded before each side, one thread drawing."""
+        sides = []
+        for offset, (processor, lines) in enumerate(((self.src, src_lines),
+                                                      (self.tgt, tgt_lines))):
+            spm.set_random_generator_seed((seed * 2 + offset) % 2**32)  # an unsigned int
+            sides.append(processor.encode(lines, enable_sampling=True, alpha=alpha,
+                                          nbest_size=nbest, num_threads=1))
+        return sides[0], sides[1]
+
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode(ids)

@@ -50,16 +50,14 @@ class Trainer:
         seed_everything(config.train.seed)
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
                                            lambda message: self.emit(info(message)))
-        self.train_data, self.tokenizer = self.corpus.train, self.corpus.tokenizer
-        self.tgt_lengths = self.corpus.target_lengths()  # read once, not per step
-        self.batches = BatchLoader(self.train_data, self.device)
+        self.batches, tokenizer = BatchLoader(self.corpus.train, self.device), self.corpus.tokenizer
         if self.world.is_main:
-            checkpoint.save_config(run_dir, config, self.tokenizer)
-        vocab = self.tokenizer.src_vocab_size, self.tokenizer.tgt_vocab_size, self.tokenizer.joint
+            checkpoint.save_config(run_dir, config, tokenizer)
+        vocab = tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.joint
         self.model = build_model(config.model, *vocab).to(self.device)
         fast_kernels(self.device)
         if state is None:  # a resumed run has its embeddings in its state
-            for message in initialise_embeddings(self.model, self.tokenizer, config.model):
+            for message in initialise_embeddings(self.model, tokenizer, config.model):
                 self.emit(info(message))
         self.averages = averaging.Averages(self.model, config.train, state)  # before compiling
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
@@ -76,8 +74,11 @@ class Trainer:
                        f"parameters on {self.device.type}; {where}; run directory {run_dir}"))
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        """The batches of `epoch`, over its segmentation of the training text (each epoch's
+        own under subword sampling), in the order it trains them."""
+        self.batches.data = data = self.corpus.for_epoch(epoch, self.config.train.seed)
         generator = torch.Generator().manual_seed(self.config.train.seed * 100_003 + epoch)
-        return token_batches(*self.train_data.lengths(), self.config.train.batch_tokens, generator)
+        return token_batches(*data.lengths(), self.config.train.batch_tokens, generator)
 
     def train_step(self, batches: list[np.ndarray]) -> tuple[float, int]:
         """One update on `batches` (train.accum of them per rank); returns the mean loss per
@@ -86,7 +87,7 @@ class Trainer:
         self.model.train()
         t = self.config.train
         indices = np.concatenate(batches)
-        tokens = int(self.tgt_lengths[indices].sum()) + len(indices)  # <eos> included
+        tokens = int(self.corpus.target_lengths()[indices].sum()) + len(indices)  # with <eos>
         mine, weighted = self.world.share(batches)
         self.updater.zero_grad()
         total = torch.zeros((), device=self.device)
@@ -107,7 +108,7 @@ class Trainer:
 
     def as_run(self) -> checkpoint.Run:
         """The model being trained, as a loaded run (for translating without a reload)."""
-        return checkpoint.Run(self.run_dir, self.config, self.tokenizer, self.model.eval())
+        return checkpoint.Run(self.run_dir, self.config, self.corpus.tokenizer, self.model.eval())
 
     def save(self, best: bool) -> None:
         """Save the training state and weights: every rank sends its random states, rank 0

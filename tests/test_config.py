@@ -39,7 +39,9 @@ def test_unknown_key_lists_the_valid_ones():
 
 @pytest.mark.parametrize(("key", "value"), [("model.d_model", "big"), ("model.arch", "lstm"),
                                             ("model.norm_first", "maybe"),
-                                            ("train.device", "tpu")])
+                                            ("train.device", "tpu"),
+                                            ("tokenizer.sampling_alpha", "1.5"),
+                                            ("tokenizer.sampling_nbest", "1")])
 def test_bad_values_are_errors(key, value):
     with pytest.raises(UserError, match=key.split(".")[1]):
         apply_overrides(Config(), {key: value})

@@ -55,6 +55,13 @@ def test_training_from_prepared_ids_equals_training_from_text(corpus, prepared, 
     assert losses["prepared"] == losses["text"]
 
 
+def test_subword_sampling_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_path):
+    config = apply_overrides(preset("transformer"), {
+        **SETTINGS, "data.data_dir": str(prepared), "tokenizer.sampling_alpha": 0.1})
+    with pytest.raises(UserError, match=r"tokenizer.sampling_alpha: .* plain-text corpus"):
+        Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+
+
 def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
     with pytest.raises(UserError, match="prepared for en-de, not en-fr"):
         open_prepared(prepared, "en", "fr")

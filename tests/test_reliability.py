@@ -116,6 +116,32 @@ def test_linear_schedule_reaches_zero_at_the_limit_and_resumes_exactly(corpus, t
     assert step_rates(broken) == step_rates(whole)  # bitwise equal losses and rates
 
 
+def test_subword_sampling_draws_each_epoch_anew_and_resumes_exactly(corpus, tmp_path):
+    config = tiny_config(corpus, 24, **{"tokenizer.sampling_alpha": 0.2})
+    whole = prepare_run_dir(tmp_path / "whole")
+    trainer = Trainer(config, whole, lambda e: None)
+    first, second, again = (trainer.corpus.for_epoch(epoch, seed=1) for epoch in (0, 1, 0))
+    assert first.src != second.src and first.tgt != second.tgt and again.tgt == first.tgt
+    best, spelled = trainer.corpus.best, trainer.corpus.tokenizer.decode_tgt
+    assert first.src != best.src and spelled(first.tgt) == spelled(second.tgt) == spelled(best.tgt)
+    trainer.run()
+
+    broken = prepare_run_dir(tmp_path / "broken")
+
+    def interrupt(event):
+        if event["kind"] == "step" and event["step"] == 20:
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(TrainingInterrupted):
+        Trainer(config, broken, interrupt).run()
+    assert checkpoint.load_train_state(broken / checkpoint.TRAIN_STATE)["progress"]["epoch"] == 1
+    resume(broken)
+    assert step_losses(broken) == step_losses(whole)  # the second epoch drawn the same again
+    plain = prepare_run_dir(tmp_path / "plain")
+    Trainer(tiny_config(corpus, 24), plain, lambda e: None).run()
+    assert step_losses(plain) != step_losses(whole)
+
+
 def nmt(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "nmt_cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

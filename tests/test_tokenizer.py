@@ -1,4 +1,6 @@
-"""SentencePiece: fixed special ids, joint or separate vocabularies, unigram or BPE."""
+"""SentencePiece: fixed special ids, joint or separate vocabularies, unigram or BPE, sampling."""
+
+import pytest
 
 from nmt_cli.config import TokenizerConfig
 from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Tokenizer
@@ -26,3 +28,16 @@ def test_separate_bpe_models(tmp_path):
     reloaded = Tokenizer.load(tmp_path)
     assert reloaded.encode_src(src[:3]) == tokenizer.encode_src(src[:3])
     assert reloaded.decode_tgt(reloaded.encode_tgt(tgt[:3])) == tgt[:3]
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_sampled_segmentations_follow_the_seed_and_spell_the_same_text(tmp_path, model_type):
+    src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
+    tokenizer = Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=400, model_type=model_type),
+                                tmp_path)
+    first, again, other = (tokenizer.sample(src[:50], tgt[:50], 0.1, -1, seed)
+                           for seed in (1, 1, 2))
+    assert first == again and first != other
+    assert first[0] != tokenizer.encode_src(src[:50])  # not the best segmentation
+    assert tokenizer.src.decode(first[0]) == src[:50]
+    assert tokenizer.decode_tgt(first[1]) == tokenizer.decode_tgt(other[1]) == tgt[:50]
