@@ -65,19 +65,25 @@ def validations(run_dir: Path) -> list[tuple[int, float, float]]:
     return [(r["step"], r["val_loss"], r["val_bleu"]) for r in records if r["kind"] == "validate"]
 
 
+def interrupted(config, run_dir: Path, step: int) -> TrainingInterrupted:
+    """Train as `config` says into `run_dir` until Ctrl-C at `step`; what training raised."""
+
+    def interrupt(event):
+        if event["kind"] == "step" and event["step"] == step:
+            signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C
+
+    with pytest.raises(TrainingInterrupted) as stopped:
+        Trainer(config, run_dir, interrupt).run()
+    return stopped.value
+
+
 @pytest.mark.parametrize("stop_at", [11, 16])  # 16: a step due for validation (every 8)
 def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, reference, tmp_path,
                                                                   stop_at):
     run_dir = prepare_run_dir(tmp_path / "run")
-
-    def interrupt(event):
-        if event["kind"] == "step" and event["step"] == stop_at:
-            signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C
-
-    with pytest.raises(TrainingInterrupted) as stopped:
-        Trainer(tiny_config(corpus, 30), run_dir, interrupt).run()
-    assert stopped.value.step == stop_at and stopped.value.signum == signal.SIGINT
-    assert "nmt train --resume" in str(stopped.value)
+    stopped = interrupted(tiny_config(corpus, 30), run_dir, stop_at)
+    assert stopped.step == stop_at and stopped.signum == signal.SIGINT
+    assert "nmt train --resume" in str(stopped)
     state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
     assert state["progress"]["step"] == stop_at and state["progress"]["batch_in_epoch"] > 0
     resume(run_dir)
@@ -105,13 +111,7 @@ def test_linear_schedule_reaches_zero_at_the_limit_and_resumes_exactly(corpus, t
     assert rates[-1] == pytest.approx(1e-3 / 20)
 
     broken = prepare_run_dir(tmp_path / "broken")
-
-    def interrupt(event):
-        if event["kind"] == "step" and event["step"] == 9:
-            signal.raise_signal(signal.SIGINT)
-
-    with pytest.raises(TrainingInterrupted):
-        Trainer(config, broken, interrupt).run()
+    interrupted(config, broken, 9)
     resume(broken)
     assert step_rates(broken) == step_rates(whole)  # bitwise equal losses and rates
 
@@ -127,13 +127,7 @@ def test_subword_sampling_draws_each_epoch_anew_and_resumes_exactly(corpus, tmp_
     trainer.run()
 
     broken = prepare_run_dir(tmp_path / "broken")
-
-    def interrupt(event):
-        if event["kind"] == "step" and event["step"] == 20:
-            signal.raise_signal(signal.SIGINT)
-
-    with pytest.raises(TrainingInterrupted):
-        Trainer(config, broken, interrupt).run()
+    interrupted(config, broken, 20)
     assert checkpoint.load_train_state(broken / checkpoint.TRAIN_STATE)["progress"]["epoch"] == 1
     resume(broken)
     assert step_losses(broken) == step_losses(whole)  # the second epoch drawn the same again
