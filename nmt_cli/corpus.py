@@ -43,14 +43,13 @@ class TrainingCorpus:
             self.tgt_lengths = np.asarray(self.train.lengths()[1])
         return self.tgt_lengths
 
-    def for_epoch(self, epoch: int, seed: int) -> EncodedText | prepared.PreparedText:
-        """The training pairs as `epoch` reads them: under subword sampling, drawn anew (a
-        drawn pair over data.max_len tokens keeps its best segmentation)."""
+    def for_epoch(self, seed: int) -> EncodedText | prepared.PreparedText:
+        """The training pairs as the epoch of `seed` reads them: under subword sampling, drawn
+        anew (a drawn pair over data.max_len tokens keeps its best segmentation)."""
         if self.text is None or self.best is None:
             return self.train
         alpha, nbest, max_len = self.sampling
-        src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest,
-                                         seed * 100_003 + epoch)
+        src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest, seed)
         for i, (s, t) in enumerate(zip(src, tgt)):
             if max(len(s), len(t)) + 1 > max_len:
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
