@@ -132,8 +132,12 @@ def multi30k_dir(data: Path | None, pair: str = "en-de") -> Path:
 
 
 def two_threads_env() -> dict[str, str]:
-    """The environment for a child process of a CPU comparison."""
-    return {**os.environ, "OMP_NUM_THREADS": str(THREADS)}
+    """The environment for a child process of a CPU comparison: two threads, and none of the
+    settings that importing nmt made in this process (nmt_cli.before_torch), so that a peer
+    runs as its own users run it; an nmt child makes them again."""
+    made_by_nmt = getattr(sys.modules.get("nmt_cli.before_torch"), "SET_HERE", ())
+    return {**{name: value for name, value in os.environ.items() if name not in made_by_nmt},
+            "OMP_NUM_THREADS": str(THREADS)}
 
 
 def status_mb(pid: int | str, field: str) -> float:

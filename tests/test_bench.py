@@ -413,6 +413,18 @@ def test_quality_trains_and_scores_the_pair_it_is_given(multi30k_layout, tmp_pat
     assert "| multi30k-gru | en-fr |" in result.stdout
 
 
+def test_a_peer_runs_without_the_settings_that_nmt_makes_for_itself(monkeypatch):
+    import bench.common as common
+    from nmt_cli import before_torch
+
+    monkeypatch.setattr(before_torch, "SET_HERE", ("ONEDNN_PRIMITIVE_CACHE_CAPACITY",))
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "32")  # made by nmt on import
+    monkeypatch.setenv("LRU_CACHE_CAPACITY", "7")  # the user's own
+    env = common.two_threads_env()
+    assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in env
+    assert env["LRU_CACHE_CAPACITY"] == "7" and env["OMP_NUM_THREADS"] == str(common.THREADS)
+
+
 def test_a_peer_environment_cut_short_is_made_again(tmp_path, monkeypatch):
     import bench.common as common
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
 
-from nmt_cli import devices, distributed
+from nmt_cli import before_torch, devices, distributed
 from nmt_cli.config import Config, apply_overrides
 from nmt_cli.loss import SLICE_ELEMENTS, rows_per_slice
 from nmt_cli.optim import Step, Updater
@@ -19,6 +23,18 @@ from nmt_cli.progress import TrainingProgress
 from nmt_cli.random_state import capture_rng, restore_rng, rng_of_rank
 
 from conftest import NEEDS_ONEDNN
+
+
+def test_importing_nmt_sizes_the_onednn_caches_and_keeps_the_users_settings():
+    shown = ("import json, os, nmt_cli.before_torch as b; print(json.dumps([b.SET_HERE, "
+             "{name: os.environ.get(name) for name in b.SETTINGS}]))")
+    env = {name: value for name, value in os.environ.items() if name not in before_torch.SETTINGS}
+    env["LRU_CACHE_CAPACITY"] = "5"
+    result = subprocess.run([sys.executable, "-c", shown], env=env, capture_output=True,
+                            text=True, check=True)
+    made, values = json.loads(result.stdout)
+    assert made == ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"]
+    assert values == {"LRU_CACHE_CAPACITY": "5", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "32"}
 
 
 def test_each_rank_takes_its_gpu_before_the_process_group_forms(monkeypatch):
