@@ -20,7 +20,7 @@ import numpy as np
 
 from . import prepared
 from .config import Config
-from .data import EncodedText, ParallelText, corpus_dir, encode_parallel, load_split
+from .data import EncodedText, ParallelText, corpus_dir, encode_parallel, fits, load_split
 from .distributed import World
 from .errors import UserError
 from .tokenizer import Tokenizer
@@ -51,7 +51,7 @@ class TrainingCorpus:
         alpha, nbest, max_len = self.sampling
         src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest, seed)
         for i, (s, t) in enumerate(zip(src, tgt)):
-            if max(len(s), len(t)) + 1 > max_len:
+            if not fits(s, t, max_len):
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
         self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
         return self.train

@@ -113,6 +113,11 @@ class EncodedText:
         return [len(s) for s in self.src], [len(t) for t in self.tgt]
 
 
+def fits(src: list[int], tgt: list[int], max_len: int) -> bool:
+    """Whether both sides of a pair, each with its <eos>, stay within `max_len` tokens."""
+    return max(len(src), len(tgt)) + 1 <= max_len
+
+
 def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> EncodedText:
     """Tokenize, skip pairs with an empty side and drop pairs over `max_len` tokens."""
     src_ids, tgt_ids = tokenizer.encode_src(text.src), tokenizer.encode_tgt(text.tgt)
@@ -120,7 +125,7 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> E
     for line, (s, t) in enumerate(zip(src_ids, tgt_ids)):
         if not s or not t:
             encoded.empty += 1
-        elif len(s) + 1 > max_len or len(t) + 1 > max_len:
+        elif not fits(s, t, max_len):
             encoded.too_long += 1
         else:
             encoded.src.append(s)
