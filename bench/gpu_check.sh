@@ -9,7 +9,8 @@
 # 2. with two GPUs or more, a 2-process NCCL run under torchrun on the sample corpus;
 # 3. bench.gpu with short budgets (STEPS, default 20; SENTENCES, default 300).
 # Then one table of what passed, and bench.gpu's table. Logs go to $GPU_CHECK_LOGS, by default
-# bench/out/gpu-check/.
+# bench/out/gpu-check/. PHASE_LIMIT_S, when set, stops each phase after that many seconds
+# (exit 124), so that one hang cannot take a short lease's time from the others.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -26,16 +27,17 @@ if [ -n "$missing" ]; then
     exit 2
 fi
 
+limit() { timeout "${PHASE_LIMIT_S:-0}" "$@"; }  # a limit of 0 is none
 result() { if [ "$1" -eq 0 ]; then echo passed; else echo "FAILED ($1)"; fi; }
 
-"$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py \
+limit "$PY" -m pytest -q -p no:cacheprovider --durations=6 tests/test_gpu.py tests/test_devices.py \
     > "$LOGS/tests.log" 2>&1
 tests=$(result $?)
 
 gpus=$("$PY" -c "import torch; print(torch.cuda.device_count())")
 if [ "$gpus" -ge 2 ]; then
     rm -rf "$LOGS/ddp"
-    "$PY" -m torch.distributed.run --standalone --nproc_per_node=2 -m nmt_cli train \
+    limit "$PY" -m torch.distributed.run --standalone --nproc_per_node=2 -m nmt_cli train \
         --run-dir "$LOGS/ddp" --device cuda --max-steps 40 --set train.validate_every=20 \
         > "$LOGS/ddp.log" 2>&1
     ddp=$(result $?)
@@ -43,7 +45,7 @@ else
     ddp="not run ($gpus GPU)"
 fi
 
-"$PY" -m bench.gpu --steps "${STEPS:-20}" --sentences "${SENTENCES:-300}" \
+limit "$PY" -m bench.gpu --steps "${STEPS:-20}" --sentences "${SENTENCES:-300}" \
     --json "$LOGS/gpu.json" "$@" > "$LOGS/gpu.md" 2> "$LOGS/gpu.log"
 bench=$(result $?)
 
