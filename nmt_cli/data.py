@@ -134,17 +134,19 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> E
     return encoded
 
 
-def pad(sequences: list[list[int]]) -> torch.Tensor:
-    """Right-pad id lists with <pad> into a (batch, max_len) tensor."""
-    out = torch.full((len(sequences), max(map(len, sequences))), PAD_ID, dtype=torch.long)
+def pad(sequences: list[list[int]], multiple: int = 1) -> torch.Tensor:
+    """Right-pad id lists with <pad> into a (batch, length) tensor: the longest list's length,
+    rounded up to a multiple of `multiple`."""
+    length = -(-max(map(len, sequences)) // multiple) * multiple
+    out = torch.full((len(sequences), length), PAD_ID, dtype=torch.long)
     for row, seq in enumerate(sequences):
         out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
     return out
 
 
-def source_tensor(src_ids: list[list[int]]) -> torch.Tensor:
-    """Source sentences end in <eos>: (batch, src_len)."""
-    return pad([s + [EOS_ID] for s in src_ids])
+def source_tensor(src_ids: list[list[int]], multiple: int = 1) -> torch.Tensor:
+    """Source sentences end in <eos>: (batch, src_len), src_len a multiple of `multiple`."""
+    return pad([s + [EOS_ID] for s in src_ids], multiple)
 
 
 @dataclass
@@ -155,15 +157,17 @@ class Batch:
     tgt_positions: torch.Tensor  # (real target tokens,): flat indices of non-pad tgt_out
 
     @classmethod
-    def from_ids(cls, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> Batch:
-        """The teacher-forcing shift, done here and nowhere else."""
-        tgt_out = pad([t + [EOS_ID] for t in tgt_ids])
+    def from_ids(cls, src_ids: list[list[int]], tgt_ids: list[list[int]],
+                 multiple: int = 1) -> Batch:
+        """The teacher-forcing shift, done here and nowhere else. Source and target are padded
+        to lengths that are multiples of `multiple` (`Seq2Seq.length_multiple`)."""
+        tgt_out = pad([t + [EOS_ID] for t in tgt_ids], multiple)
         lengths = np.fromiter((len(t) + 1 for t in tgt_ids), dtype=np.int64, count=len(tgt_ids))
         starts = np.arange(len(tgt_ids)) * tgt_out.size(1)  # each row's first flat index
         positions = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
         positions += np.arange(int(lengths.sum()))
-        return cls(source_tensor(src_ids), pad([[SOS_ID] + t for t in tgt_ids]), tgt_out,
-                   torch.from_numpy(positions))
+        return cls(source_tensor(src_ids, multiple), pad([[SOS_ID] + t for t in tgt_ids], multiple),
+                   tgt_out, torch.from_numpy(positions))
 
     @property
     def num_tgt_tokens(self) -> int:
@@ -214,17 +218,20 @@ def group_by_budget(order, src_lens, tgt_lens, batch_tokens: int) -> list[np.nda
     return np.split(order, cuts) if len(order) else []
 
 
-def make_batch(encoded: EncodedText, indices) -> Batch:
-    return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices])
+def make_batch(encoded: EncodedText, indices, multiple: int = 1) -> Batch:
+    return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices],
+                          multiple)
 
 
 class BatchLoader:
     """The tensors of training batches, on the training device. With `prefetch` (the default
     on CUDA) the batches of the next update are built in a background thread, in page-locked
-    memory, while the current update runs, and copied to the device without blocking."""
+    memory, while the current update runs, and copied to the device without blocking. Lengths
+    are padded to a multiple of `multiple` (`Seq2Seq.length_multiple`)."""
 
-    def __init__(self, data: EncodedText, device: torch.device, prefetch: bool | None = None):
-        self.data, self.device = data, device
+    def __init__(self, data: EncodedText, device: torch.device, multiple: int = 1,
+                 prefetch: bool | None = None):
+        self.data, self.device, self.multiple = data, device, multiple
         prefetch = device.type == "cuda" if prefetch is None else prefetch
         self.background = ThreadPoolExecutor(1, "batches") if prefetch else None
         self.ready: dict[bytes, Future] = {}
@@ -236,7 +243,7 @@ class BatchLoader:
                     self.build, indices)
 
     def build(self, indices) -> Batch:
-        batch = make_batch(self.data, indices)
+        batch = make_batch(self.data, indices, self.multiple)
         return batch.pin_memory() if self.device.type == "cuda" else batch
 
     def get(self, indices) -> Batch:

@@ -50,7 +50,7 @@ class Trainer:
         seed_everything(config.train.seed)
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
                                            lambda message: self.emit(info(message)))
-        self.batches, tokenizer = BatchLoader(self.corpus.train, self.device), self.corpus.tokenizer
+        tokenizer = self.corpus.tokenizer
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, tokenizer)
         vocab = tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.joint
@@ -63,6 +63,7 @@ class Trainer:
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
         if config.train.compile and not compile_features(self.model):
             self.emit(info("train.compile: the GRU runs eagerly (its loop breaks graphs)"))
+        self.batches = BatchLoader(self.corpus.train, self.device, self.model.length_multiple)
         self.updater = Updater(self.model, config, self.device)
         self.optimizer, self.scaler = self.updater.optimizer, self.updater.scaler
         self.progress, self.last_step = TrainingProgress(), Step.TAKEN

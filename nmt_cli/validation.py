@@ -31,7 +31,7 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     model.eval()
     total_loss, total_tokens = 0.0, 0
     for indices in token_batches(*corpus.val.lengths(), t.batch_tokens):
-        batch = make_batch(corpus.val, indices).to(device)
+        batch = make_batch(corpus.val, indices, model.length_multiple).to(device)
         with mixed_precision(device, t.precision):
             total_loss += teacher_forced_loss(model, batch.src, batch.tgt_in, batch.tgt_out,
                                               positions=batch.tgt_positions).item()

@@ -19,6 +19,19 @@ def test_teacher_forcing_shift():
     assert batch.num_tgt_tokens == 7
 
 
+def test_lengths_can_be_padded_to_a_multiple():
+    batch = Batch.from_ids([[5, 6, 7], [8]], [[10, 11], [12, 13, 14]], multiple=3)
+    assert batch.src.tolist() == [[5, 6, 7, EOS_ID, PAD_ID, PAD_ID], [8, EOS_ID] + [PAD_ID] * 4]
+    assert batch.tgt_in.tolist() == [[SOS_ID, 10, 11] + [PAD_ID] * 3, [SOS_ID, 12, 13, 14, PAD_ID,
+                                                                        PAD_ID]]
+    assert batch.tgt_out.tolist() == [[10, 11, EOS_ID] + [PAD_ID] * 3, [12, 13, 14, EOS_ID, PAD_ID,
+                                                                         PAD_ID]]
+    assert batch.num_tgt_tokens == 7  # the padding is no target
+    assert batch.tgt_out.flatten()[batch.tgt_positions].tolist() == [10, 11, EOS_ID, 12, 13, 14,
+                                                                     EOS_ID]
+    assert Batch.from_ids([[5, 6]], [[7, 8]], multiple=3).src.size(1) == 3  # already a multiple
+
+
 def test_token_batches_cover_every_sentence_once_within_the_budget():
     generator = torch.Generator().manual_seed(0)
     src_lens = torch.randint(1, 30, (500,), generator=generator).tolist()

@@ -39,6 +39,32 @@ def test_cuda_training_steps_lower_the_loss(small_corpus, tmp_path, precision, c
     assert finite[-1] < finite[0]
 
 
+def test_compiled_training_runs_batches_of_every_length_on_one_graph(small_corpus, tmp_path):
+    """Lengths padded to multiples of 8 (models.ALIGNMENT): whether a batch's longest source
+    and longest target are multiples of 8 or not, it runs the graph of the first batch."""
+    from torch._dynamo.utils import counters
+
+    config = cuda_config(small_corpus, **{"train.precision": "bf16", "train.compile": True})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+    assert trainer.model.length_multiple == 8
+    trainer.epoch_batches(0)
+    data = trainer.batches.data
+    kinds = {}  # (source aligned, target aligned): pairs whose lengths with <eos> are of that kind
+    for i, (src, tgt) in enumerate(zip(data.src, data.tgt)):
+        kinds.setdefault(((len(src) + 1) % 8 == 0, (len(tgt) + 1) % 8 == 0), []).append(i)
+    # every pair of a batch of one kind is of that kind, so its longest source and target are
+    batches = {kind: [indices[k:k + 4] for k in range(0, 12, 4)] for kind, indices in kinds.items()}
+    assert all(len(batches[kind][0]) == 4 for kind in [(True, True), (True, False), (False, True)])
+    for indices in batches[False, False][:2]:  # forward and backward compiled
+        trainer.train_step([indices])
+    graphs = counters["stats"]["unique_graphs"]
+    for kind in [(True, True), (True, False), (False, True), (False, False)]:
+        batch = trainer.batches.get(batches[kind][-1])
+        assert batch.src.size(1) % 8 == 0 and batch.tgt_in.size(1) % 8 == 0
+        trainer.train_step([batches[kind][-1]])
+    assert counters["stats"]["unique_graphs"] == graphs
+
+
 @pytest.mark.parametrize("attention", ["additive", "dot"])
 def test_gru_trains_and_decodes_under_autocast(small_corpus, tmp_path, attention):
     config = cuda_config(small_corpus, "gru", **{"model.attention": attention,

@@ -18,12 +18,25 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab
     return family(config, src_vocab, tgt_vocab, joint_vocab)
 
 
+# On CUDA, a compiled graph holds only for batches whose lengths are multiples of 8, or only
+# for those whose lengths are not, as in the batch that compiled it: PyTorch's fused attention
+# kernels want their inputs (the padding mask, the per-head softmax statistics) in rows
+# aligned to 8 elements, and the compiler guards on whether they are. On an H200 the first
+# batch of the other kind compiled everything again, once in the 20 timed steps of both runs
+# (guard: the target length % 8; bench/RESULTS.md). Lengths padded to a multiple of 8 keep
+# every batch of one kind, as fairseq's pad-to-multiple does.
+ALIGNMENT = 8
+
+
 def compile_features(model: Seq2Seq) -> bool:
     """torch.compile a Transformer's teacher-forced features, with dynamic shapes (batches
     vary in length). The output loss stays eager, and so does the GRU: its step loop, cuDNN
     call and packing break graphs, so compiling it gains little. True when compiled."""
     if not isinstance(model, Transformer):
         return False
+    on_cuda = next(model.parameters()).device.type == "cuda"
+    if on_cuda and model.max_positions % ALIGNMENT == 0:  # padding stays inside the table
+        model.length_multiple = ALIGNMENT
     # Without this, sizes equal in the first batch (its source and target lengths, say)
     # share one symbol, and the first batch where they differ compiles everything again.
     import torch.fx.experimental._config as shapes

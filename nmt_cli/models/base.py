@@ -45,6 +45,7 @@ class Seq2Seq(nn.Module):
     """An encoder-decoder translation model."""
 
     max_positions: int = 1_000_000  # longest source or target sequence, special tokens included
+    length_multiple: int = 1  # training batches pad source and target lengths to multiples of it
     output_proj: nn.Linear  # the softmax layer: features (..., d) -> logits (..., vocab)
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
