@@ -9,11 +9,11 @@ trains the `base` Transformer (6+6 layers, d512, 8 heads, ff 2048; vocabulary 8,
 Multi30k is too small for 32,000) on Multi30k en-de in bf16, eager and with torch.compile, and
 prints one table: target tokens/s, MFU (model FLOPs per second over the card's dense bf16
 peak), peak GPU memory, graphs compiled during the timed steps (0 when warm-up saw every
-shape), then decoding sentences/s of test_2016_flickr, greedy and beam 5. Model FLOPs count
-the matrix products of the forward and backward passes (3x forward): the linear layers (the
-cross-attention keys and values once per source token), the output projection over the
-tokenizer's vocabulary, and the attention scores and weighted sums. Batches are built before
-the clock starts.
+shape; the reasons for any go to stderr), then decoding sentences/s of test_2016_flickr, greedy
+and beam 5. Model FLOPs count the matrix products of the forward and backward passes (3x
+forward): the linear layers (the cross-attention keys and values once per source token), the
+output projection over the tokenizer's vocabulary, and the attention scores and weighted sums.
+Batches are built before the clock starts.
 `--device cpu --steps 2 --sentences 16 --preset transformer` runs the same code on a CPU as a
 smoke test (without the compiled run, which takes minutes to compile there).
 Multi30k is read from --data (default data/multi30k, fetched on first use, from
@@ -79,6 +79,8 @@ def train_speed(compiled: bool, device: str, steps: int, corpus: Path, preset_na
         "tokenizer.model_type": "unigram", "train.device": device, "train.precision": "bf16",
         "train.compile": compiled, "train.accum": 1})
     trainer = Trainer(config, prepare_run_dir(Path(tempfile.mkdtemp()) / "run"), lambda e: None)
+    if compiled:  # why a graph is compiled again goes to stderr, with the guard that failed
+        torch._logging.set_logs(recompiles=True)
     warmup = 5 if compiled else 3
     batches = trainer.epoch_batches(0)[: warmup + steps]
     vocab = trainer.corpus.tokenizer.tgt_vocab_size
