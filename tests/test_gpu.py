@@ -54,7 +54,7 @@ def test_compiled_training_runs_batches_of_every_length_on_one_graph(small_corpu
         kinds.setdefault(((len(src) + 1) % 8 == 0, (len(tgt) + 1) % 8 == 0), []).append(i)
     # every pair of a batch of one kind is of that kind, so its longest source and target are
     batches = {kind: [indices[k:k + 4] for k in range(0, 12, 4)] for kind, indices in kinds.items()}
-    assert all(len(batches[kind][0]) == 4 for kind in [(True, True), (True, False), (False, True)])
+    assert len(batches) == 4 and all(len(runs[-1]) == 4 for runs in batches.values())
     for indices in batches[False, False][:2]:  # forward and backward compiled
         trainer.train_step([indices])
     graphs = counters["stats"]["unique_graphs"]
