@@ -28,7 +28,7 @@ from .checkpoint import new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
-from .devices import fast_kernels, mixed_precision, resolve_device
+from .devices import fast_kernels, keep_freed_memory, mixed_precision, resolve_device
 from .events import Event, info
 from .loss import TeacherForcedLoss
 from .models import build_model, compile_features
@@ -56,6 +56,8 @@ class Trainer:
         vocab = tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.joint
         self.model = build_model(config.model, *vocab).to(self.device)
         fast_kernels(self.device)
+        if self.device.type == "cpu":
+            keep_freed_memory()
         if state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, tokenizer, config.model):
                 self.emit(info(message))
