@@ -204,9 +204,9 @@ def keep_freed_memory() -> bool:
     activations and logits) back to the kernel, and the next step takes them again page by
     page: 4,000-30,000 page faults a step, each page zeroed by the kernel. With allocations of up
     to 32 MB taken from the heap and up to 1 GB of it kept, a step faults a few hundred times
-    and float32 training ran about 4% faster on two cores (median of six pairs of runs,
-    bench/RESULTS.md); the peak memory is unchanged, since what is kept was in use at the peak.
-    The setting holds for the whole process. Returns whether it was made: only glibc has it."""
+    and float32 training ran 0.6-10% faster on a 2-core Intel Xeon in nine pairs of runs (3.4%
+    in the median; bench/RESULTS.md) at the same peak memory: what is kept was in use at the
+    peak. The setting holds for the whole process. Returns whether it was made (glibc only)."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
     except (OSError, AttributeError):  # no dynamic C library, or not glibc's (macOS)
