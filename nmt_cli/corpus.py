@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import prepared
-from .config import Config
+from .config import Config, TokenizerConfig
 from .data import EncodedText, ParallelText, corpus_dir, encode_parallel, fits, load_split
 from .distributed import World
 from .errors import UserError
@@ -36,6 +36,8 @@ class TrainingCorpus:
     best: EncodedText | None = None  # their best segmentations,
     sampling: tuple[float, int, int] = (0.0, -1, 0)  # and alpha, nbest and data.max_len
     tgt_lengths: np.ndarray | None = None
+    # the settings the tokenizer was made with: a prepared corpus's, where it records them
+    tokenizer_config: TokenizerConfig | None = None
 
     def target_lengths(self) -> np.ndarray:
         """Of the pairs as the epoch reads them: read once an epoch, not per step."""
@@ -73,6 +75,11 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                         " subword sampling segments text, so it needs the plain-text corpus")
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
+    if is_prepared:
+        config, changed = prepared.with_its_tokenizer(folder, config)
+        if changed:
+            report(f"tokenizer: {folder} was prepared with {', '.join(changed)}; the run "
+                   "takes its tokenizer, and those settings")
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared:
             prepared.copy_tokenizer(folder, run_dir)
@@ -85,21 +92,22 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     tokenizer = Tokenizer.load(run_dir)
     if is_prepared:
         train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang)
+        max_len = train.max_len
     else:
-        train = encode_parallel(train_text, tokenizer, data.max_len)
+        train, max_len = encode_parallel(train_text, tokenizer, data.max_len), data.max_len
         if not train.src:
             raise UserError(f"{folder}: no usable training pairs (all empty or too long)")
     report(f"train: {len(train.src):,} pairs kept, {train.empty:,} with an empty side "
-           f"skipped, {train.too_long:,} longer than {data.max_len} tokens dropped"
+           f"skipped, {train.too_long:,} longer than {max_len} tokens dropped"
            + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     alpha, nbest = config.tokenizer.sampling_alpha, config.tokenizer.sampling_nbest
     if not alpha:
-        return TrainingCorpus(tokenizer, train, val_text, val)
+        return TrainingCorpus(tokenizer, train, val_text, val, tokenizer_config=config.tokenizer)
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
     return TrainingCorpus(tokenizer, train, val_text, val, kept, train,
-                          (alpha, nbest, data.max_len))
+                          (alpha, nbest, data.max_len), tokenizer_config=config.tokenizer)
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

@@ -9,7 +9,8 @@ a chunk at a time into OUT:
     train.index.bin                 (pairs, 4) int64: source offset, source length, target
                                     offset, target length (offsets count ids, not bytes)
     val.SRC, val.TGT                the validation text, copied as it was
-    prepared.json                   languages, counts and settings; written last
+    prepared.json                   languages, counts and settings (the tokenizer's too);
+                                    written last
 
 `nmt train --data OUT` then reads each batch's sentences from the files as it needs them, with
 positioned reads (os.pread) rather than a memory map, so that no page of the files counts as
@@ -30,7 +31,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .config import TokenizerConfig
+from .config import Config, TokenizerConfig, apply_overrides
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError
 from .files import atomic_write
@@ -80,6 +81,7 @@ class PreparedText:
     tgt_lengths: np.ndarray
     empty: int = 0
     too_long: int = 0
+    max_len: int = 0  # the limit that too_long counts against
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         return self.src_lengths, self.tgt_lengths
@@ -140,7 +142,23 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> PreparedText:
     return PreparedText(
         PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs),
         PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs),
-        lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"])
+        lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"], info["max_len"])
+
+
+def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str]]:
+    """`config` with the tokenizer settings recorded in data_dir's prepared.json: a run on a
+    prepared corpus uses the tokenizer made there, whatever its own settings say, and its
+    config.json should say so. Also returns the settings that changed, as `key=value`."""
+    recorded = read_info(data_dir).get("tokenizer", {})  # none before this was recorded
+    if not isinstance(recorded, dict):
+        raise UserError(f"{Path(data_dir) / PREPARED}: tokenizer: expected a table of settings")
+    try:
+        adopted = apply_overrides(config, {f"tokenizer.{k}": v for k, v in recorded.items()})
+    except UserError as e:
+        raise UserError(f"{Path(data_dir) / PREPARED}: {e}") from None
+    changed = [f"{key}={getattr(adopted.tokenizer, key)!r}" for key in recorded
+               if getattr(adopted.tokenizer, key) != getattr(config.tokenizer, key)]
+    return adopted, changed
 
 
 def copy_tokenizer(data_dir: Path, run_dir: Path) -> None:
@@ -196,7 +214,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
             "max_len": max_len, "vocab_size": vocab, **asdict(counts),
-            "source": str(data_dir.resolve())}
+            "source": str(data_dir.resolve()), "tokenizer": asdict(tokenizer_config)}
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 

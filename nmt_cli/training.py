@@ -16,7 +16,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Trainer:
         seed_everything(config.train.seed)
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
                                            lambda message: self.emit(info(message)))
+        config = self.config = replace(config, tokenizer=self.corpus.tokenizer_config)
         tokenizer = self.corpus.tokenizer
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, tokenizer)

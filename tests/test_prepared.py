@@ -62,6 +62,20 @@ def test_subword_sampling_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_p
         Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
 
 
+def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_with(
+        prepared, tmp_path):
+    config = apply_overrides(preset("transformer"), {
+        **SETTINGS, "data.data_dir": str(prepared), "tokenizer.vocab_size": 32000,
+        "tokenizer.model_type": "bpe", "data.max_len": 50})
+    events = []
+    Trainer(config, prepare_run_dir(tmp_path / "run"), events.append)
+    messages = [event.get("message", "") for event in events]
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["config"]["tokenizer"]
+    assert (saved["vocab_size"], saved["model_type"]) == (300, "unigram")
+    assert any("prepared with vocab_size=300, model_type='unigram'" in m for m in messages)
+    assert any("longer than 30 tokens dropped (prepared)" in m for m in messages)
+
+
 def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
     with pytest.raises(UserError, match="prepared for en-de, not en-fr"):
         open_prepared(prepared, "en", "fr")
@@ -71,6 +85,12 @@ def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tm
     ids.write_bytes(ids.read_bytes()[:-2])
     with pytest.raises(UserError, match="train.tgt.bin: .* bytes where .* were written"):
         open_prepared(damaged, "en", "de")
+    info = json.loads((damaged / "prepared.json").read_text())
+    info["tokenizer"]["model_type"] = "wordpiece"
+    (damaged / "prepared.json").write_text(json.dumps(info))
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(damaged)})
+    with pytest.raises(UserError, match=r"prepared.json: .*tokenizer.model_type"):
+        Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
 
 
 def test_a_failed_prepare_leaves_no_prepared_corpus(tmp_path):

@@ -35,7 +35,7 @@ def train(
         "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the --arch one).")
     ] = None,
     config_file: Annotated[Path | None, typer.Option(
-        "--config", help="TOML file of settings, e.g. [model] d_model = 512.")] = None,
+        "--config", help="TOML file of settings, e.g. \\[model] d_model = 512.")] = None,
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="Override one setting: section.key=value (repeatable).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Stop after this many updates.")] = None,
