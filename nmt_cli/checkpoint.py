@@ -186,7 +186,19 @@ def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
     try:
         description = json.loads(path.read_text(encoding="utf-8"))
-        return from_dict(description["config"]), description["vocab"]
+    except ValueError as e:
+        raise UserError(f"{path}: unreadable run config ({e})") from None
+    if not isinstance(description, dict) or not isinstance(description.get("config"), dict):
+        raise UserError(f"{path}: expected an object with a \"config\" object")
+    vocab = description.get("vocab")
+    if not (isinstance(vocab, dict) and all(type(vocab.get(side)) is int and vocab[side] > 0
+                                            for side in ("src", "tgt"))
+            and isinstance(vocab.get("joint"), bool)):
+        raise UserError(f"{path}: \"vocab\" must hold src and tgt sizes and joint")
+    try:
+        return from_dict(description["config"]), vocab
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{path}: unreadable run config ({e})") from None
 

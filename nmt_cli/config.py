@@ -8,6 +8,7 @@ overrides are all checked against these fields, so a typo is an error, never a s
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -127,12 +128,13 @@ class DecodeConfig:
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
 
     def __post_init__(self) -> None:
-        for name in ("beam", "batch_size"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
-                                f"(got {getattr(self, name)})")
-        if self.min_len < 0:
-            raise UserError(f"--min-len must not be negative (got {self.min_len})")
+        for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),
+                                ("min_len", 0, MAX_INT), ("max_len_b", -MAX_INT, MAX_INT),
+                                ("max_len_a", 0, 1000), ("alpha", -10, 10)):
+            value = getattr(self, name)
+            if not low <= value <= high:  # nan fails too
+                raise UserError(f"--{name.replace('_', '-')} must lie in [{low}, {high}] "
+                                f"(got {value})")
         check_choice("--device", self.device, DEVICES)
         check_choice("--precision", self.precision, PRECISIONS)
 
@@ -145,6 +147,14 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
+        for key in valid_keys():  # numbers a TOML file or config.json may hold: nan, inf, 1e30
+            value = self.get(key)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserError(f"{key} must be a finite number (got {value})")
+            if type(value) is int and key != "train.seed" and value > MAX_INT:
+                raise UserError(f"{key} must be at most {MAX_INT:,} (got {value:,})")
+        if not 0 <= self.train.seed < 2**63:
+            raise UserError(f"train.seed must lie in [0, 2**63) (got {self.train.seed})")
         for key, choices in CHOICES.items():
             check_choice(key, self.get(key), choices)
         for key in AT_LEAST_ONE:
@@ -158,6 +168,12 @@ class Config:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
         if self.train.lr <= 0:
             raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        if not 0 < self.tokenizer.character_coverage <= 1:
+            raise UserError("tokenizer.character_coverage must lie in (0, 1] "
+                            f"(got {self.tokenizer.character_coverage})")
+        if not 0 < self.train.plateau_factor < 1:
+            raise UserError("train.plateau_factor must lie in (0, 1) "
+                            f"(got {self.train.plateau_factor})")
         if self.tokenizer.sampling_nbest in (0, 1) or self.tokenizer.sampling_nbest < -1:
             raise UserError("tokenizer.sampling_nbest must be -1 (every segmentation) or at "
                             f"least 2 (got {self.tokenizer.sampling_nbest})")
@@ -185,13 +201,16 @@ CHOICES = {"model.arch": ARCHS, "model.attention": ATTENTION_SCORES,
            "tokenizer.model_type": TOKENIZER_TYPES, "train.schedule": SCHEDULES,
            "train.device": DEVICES, "train.precision": PRECISIONS}
 AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
+                "model.num_encoder_layers", "model.num_decoder_layers",
                 "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
                 "train.validate_every", "train.max_bad_steps", "train.accum")
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
-                "train.keep_last")
+                "train.keep_last", "train.adam_eps", "train.plateau_patience")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
-                 "tokenizer.sampling_alpha")
+                 "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
+MAX_INT = 2**31 - 1  # the most any integer setting but the seed may be
+MAX_BEAM = 1000
 LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
 
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest
@@ -275,11 +294,13 @@ def _coerce(key: str, value: Any, kind: type) -> Any:
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError(value)
                 return value.lower() in ("true", "1", "yes")
+            if value not in (True, False):  # True, False, 1 or 0; not 5 or 0.5
+                raise ValueError(value)
             return bool(value)
         if kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
         return kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UserError(f"{key}: expected {kind.__name__}, got {value!r}") from None
 
 
@@ -320,6 +341,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: config file not found") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: invalid UTF-8 at byte {e.start}") from None
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -378,9 +401,14 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
     then the options. A relative data directory is made absolute, so the run's config.json
     still finds it from elsewhere."""
     arch = (options or {}).get("model.arch")
-    config = preset(preset_name or arch or DEFAULT_PRESET)
+    config = preset(preset_name if preset_name is not None else arch or DEFAULT_PRESET)
     if config_file is not None:
-        config = apply_overrides(config, load_toml(config_file))
+        try:
+            config = apply_overrides(config, load_toml(config_file))
+        except UserError as e:
+            message = str(e)
+            raise UserError(message if message.startswith(f"{config_file}: ")
+                            else f"{config_file}: {message}") from None
     config = apply_overrides(config, command_line_overrides(settings, options))
     if config.data.data_dir:
         config = apply_overrides(config, {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
@@ -60,19 +60,37 @@ def iter_lines(path: Path) -> Iterator[str]:
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
+    number = 0
     try:
         with opener(path, "rb") as f:
-            number = 0
-            for number, line in enumerate(f, start=1):
-                try:
-                    text = line.removesuffix(b"\n").decode("utf-8").rstrip("\r")
-                except UnicodeDecodeError as e:
-                    raise UserError(f"{path}:{number}: invalid UTF-8 at byte {e.start}") from None
-                yield text.removeprefix("\ufeff") if number == 1 else text
+            for text in decode_lines(f, str(path)):
+                number += 1
+                yield text
     except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
     if number == 0:
         raise UserError(f"{path}: file is empty")
+
+
+def decode_lines(lines: Iterable[bytes], name: str) -> Iterator[str]:
+    """Lines of bytes (a file, stdin) as text: UTF-8, without line ends or a leading byte-order
+    mark; bad UTF-8 is an error named by `name` and line."""
+    for number, line in enumerate(lines, start=1):
+        try:
+            text = line.removesuffix(b"\n").decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{name}:{number}: invalid UTF-8 at byte {e.start}") from None
+        yield text.removeprefix("\ufeff") if number == 1 else text
+
+
+def check_utf8(text: str, name: str) -> str:
+    """Text from the command line, whose undecodable bytes Python keeps as lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        at = len(text[:e.start].encode("utf-8"))
+        raise UserError(f"{name}: invalid UTF-8 at byte {at}") from None
+    return text
 
 
 def read_lines(path: Path) -> list[str]:

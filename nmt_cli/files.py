@@ -15,7 +15,10 @@ from pathlib import Path
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Call `write(tmp_path)` to fill a temporary file, then move it onto `path`."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:  # named by the file asked for, not the temporary one
+        raise OSError(e.errno, e.strerror, str(path)) from None
     os.close(fd)
     try:
         write(tmp)
@@ -25,9 +28,11 @@ def atomic_write(path: Path, write: Callable[[str], None]) -> None:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno is not None and e.filename in (None, tmp):
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
     _fsync_dir(path.parent)
 

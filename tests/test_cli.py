@@ -29,9 +29,9 @@ def nmt(*args: str, stdin: str | None = None, cwd: Path | None = None):
                           capture_output=True, cwd=cwd, timeout=300)
 
 
-def invoke(*args: str):
+def invoke(*args: str, input: bytes | None = None):
     """Run the command in-process (faster); errors must end in SystemExit, not a crash."""
-    return CliRunner().invoke(app, list(args))
+    return CliRunner().invoke(app, list(args), input=input)
 
 
 @pytest.fixture(scope="module")
@@ -182,10 +182,64 @@ def test_eval_rejects_contradictory_files(tmp_path):
                    "not both")
 
 
-def test_bad_settings_are_one_line_errors():
+def test_bad_settings_are_one_line_errors(tmp_path):
     one_line_error(invoke("train", "--set", "model.num_heads=0"), "model.num_heads")
     one_line_error(invoke("train", "--set", "model.dropout=1.5"), "model.dropout")
     one_line_error(invoke("train", "--max-steps", "-5"), "train.max_steps")
+    # values that torch would refuse with a traceback, or take and train on forever
+    for setting, named in (("train.adam_beta2=1.5", "train.adam_beta2"),
+                           ("train.adam_eps=-1", "train.adam_eps"),
+                           ("train.plateau_factor=2", "train.plateau_factor"),
+                           ("train.lr=inf", "train.lr must be a finite number"),
+                           ("model.num_encoder_layers=0", "model.num_encoder_layers"),
+                           ("model.tie_embeddings=5", "model.tie_embeddings"),
+                           ("model.d_ff=4294967296", "model.d_ff must be at most"),
+                           ("tokenizer.character_coverage=5", "character_coverage")):
+        one_line_error(invoke("train", "--set", setting), named)
+    one_line_error(invoke("train", "--seed", str(2**64)), "train.seed")
+    one_line_error(invoke("train", "--preset", ""), "unknown preset ''")
+    for name, text in (("nan.toml", "[train]\nmax_time = nan\n"),
+                       ("table.toml", "[[model]]\nd_model = 64\n")):
+        (tmp_path / name).write_text(text)
+        one_line_error(invoke("train", "--config", str(tmp_path / name)), name)
+    (tmp_path / "latin1.toml").write_bytes(b"[model]\n# \xe9\nd_model = 64\n")
+    one_line_error(invoke("train", "--config", str(tmp_path / "latin1.toml")),
+                   "latin1.toml: invalid UTF-8 at byte 10")
+
+
+def test_bad_decoding_options_and_text(trained_run, tmp_path):
+    run = str(trained_run)
+    for option, value in (("--beam", str(10**20)), ("--alpha", "1e308"), ("--alpha", "nan"),
+                          ("--max-len-a", "inf"), ("--max-len-b", str(10**20))):
+        one_line_error(invoke("translate", "--run", run, option, value, "hello"), option)
+    one_line_error(invoke("translate", "--run", run, input=b"fine\n\xff\xfe\n"),
+                   "stdin:2: invalid UTF-8 at byte 0")
+    one_line_error(invoke("translate", "--run", run, "ab\udcff"), "TEXT: invalid UTF-8 at byte 2")
+    one_line_error(invoke("attention", "--run", run, "\udcff", "-o", str(tmp_path / "a.png")),
+                   "TEXT: invalid UTF-8 at byte 0")
+    one_line_error(invoke("translate", "--run", run, "-o", str(tmp_path / "no" / "out.txt"),
+                          "hello"), str(tmp_path / "no" / "out.txt"))
+    hyp = tmp_path / "hyp.de"
+    hyp.write_text("Hallo\n")
+    one_line_error(invoke("eval", "--hyp", str(hyp), "--ref", str(hyp), "--by-length", "-o",
+                          str(tmp_path / "x.jpg")), "x.jpg: a picture's name ends in")
+    one_line_error(invoke("eval", "--hyp", str(hyp), "--ref", str(hyp), "--run", run),
+                   "--run has nothing to do")
+
+
+def test_broken_run_configs_are_named(trained_run, tmp_path):
+    changes = {"not-an-object": lambda d: d.update(config="hello"),
+               "no-vocab": lambda d: d.update(vocab=None),
+               "seed": lambda d: d["config"]["train"].update(seed=-1),
+               "huge": lambda d: d["config"]["model"].update(d_ff=2**30)}
+    for name, change in changes.items():
+        broken = tmp_path / name
+        shutil.copytree(trained_run, broken)
+        description = json.loads((broken / "config.json").read_text())
+        change(description)
+        (broken / "config.json").write_text(json.dumps(description))
+        needle = "not enough memory for d_model" if name == "huge" else str(broken)
+        one_line_error(invoke("translate", "--run", str(broken), "hello"), needle)
 
 
 def test_a_failed_run_leaves_no_directory(tmp_path):

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
-from ..data import read_lines
+from ..data import check_utf8, decode_lines, read_lines
 from ..errors import UserError
 from ..evaluate import (
     Evaluation,
@@ -24,6 +24,7 @@ from ..evaluate import (
     length_basis,
     save_translations,
 )
+from ..pictures import check_picture_path
 from ..search import check_nbest
 from ..translate import Translation, load_engine
 from .common import (
@@ -71,20 +72,19 @@ def translate(
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision)
     if text is not None:
-        lines = iter(text.splitlines() or [""])
+        lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
         lines = iter(read_lines(input_file))
     else:
-        lines = sys.stdin
-    chunk = 1 if lines is sys.stdin and sys.stdin.isatty() else 1000  # answer a typist at once
+        lines = decode_lines(sys.stdin.buffer, "stdin")
+    typed = text is None and input_file is None and sys.stdin.isatty()
+    chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
-    except UnicodeDecodeError as e:
-        raise UserError(f"stdin: invalid UTF-8 at byte {e.start}") from None
     finally:
         if output_file:
             out.close()
@@ -146,12 +146,16 @@ def eval_command(
         raise UserError("nothing to report: pass --bleu, --chrf or --ter")
     if picture and not by_length:
         raise UserError("-o/--output draws BLEU by length: add --by-length")
+    if picture:
+        check_picture_path(picture)
     if (src or hyp) and not ref:
         raise UserError("--src and --hyp need --ref")
     if ref and not (src or hyp):
         raise UserError("--ref needs --src (to translate) or --hyp (to score)")
     if src and hyp:
         raise UserError("use --src or --hyp, not both")
+    if hyp and run:
+        raise UserError("--hyp scores a file of translations: --run has nothing to do")
     if hyp:
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:

@@ -15,6 +15,7 @@ import typer
 from ..attention_maps import ATTENTION_KINDS, attention_maps
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
+from ..data import check_utf8
 from ..learning_curves import learning_curves
 from ..pictures import check_picture_path, draw_attention, draw_curves
 from ..translate import Translator
@@ -50,7 +51,7 @@ def attention(
     if not as_json:
         check_picture_path(output)
     translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
-    maps = attention_maps(translator, text, kind.value, layer, head, decode)
+    maps = attention_maps(translator, check_utf8(text, "TEXT"), kind.value, layer, head, decode)
     if as_json:
         print(json.dumps(maps.to_json()))
     else:

@@ -68,7 +68,7 @@ def train(
         resume = run
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
-            if preset_name or config_file:
+            if preset_name is not None or config_file:
                 raise UserError("--resume continues a run with its own settings; --preset and "
                                 "--config apply to new runs only")
             run_dir = resume_training(resume, command_line_overrides(settings, options),
@@ -112,7 +112,8 @@ class TrainingDisplay:
         return self
 
     def __exit__(self, *exc):
-        self.bar.stop()
+        if self.task is not None:  # stopping a bar never started prints an empty line
+            self.bar.stop()
 
     def show(self, event: dict[str, Any]) -> None:
         kind, say = event["kind"], self.bar.console.print

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..config import ModelConfig
+from ..errors import UserError
 from .base import DecoderState, Seq2Seq
 from .gru import GRUSeq2Seq
 from .transformer import Transformer
@@ -15,7 +16,14 @@ __all__ = ["DecoderState", "GRUSeq2Seq", "Seq2Seq", "Transformer", "build_model"
 
 def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool) -> Seq2Seq:
     family = {"transformer": Transformer, "gru": GRUSeq2Seq}[config.arch]
-    return family(config, src_vocab, tgt_vocab, joint_vocab)
+    try:
+        return family(config, src_vocab, tgt_vocab, joint_vocab)
+    except (MemoryError, RuntimeError) as e:  # sizes from a settings file, such as d_ff 1e9
+        if not isinstance(e, MemoryError) and "alloc" not in str(e):
+            raise
+        raise UserError(f"model: not enough memory for d_model {config.d_model}, d_ff "
+                        f"{config.d_ff}, {config.num_encoder_layers}+{config.num_decoder_layers} "
+                        f"layers and vocabularies of {src_vocab:,}/{tgt_vocab:,}") from None
 
 
 # On CUDA, a compiled graph holds only for batches whose lengths are multiples of 8, or only
