@@ -91,7 +91,8 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                         "several machines needs the run directory on a filesystem all share")
     tokenizer = Tokenizer.load(run_dir)
     if is_prepared:
-        train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang)
+        train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang,
+                                       (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size))
         max_len = train.max_len
     else:
         train, max_len = encode_parallel(train_text, tokenizer, data.max_len), data.max_len

@@ -51,8 +51,10 @@ def is_prepared(data_dir: Path) -> bool:
 class PreparedSide:
     """One side of the prepared pairs: `side[i]` reads sentence i's ids from the id file."""
 
-    def __init__(self, ids: Path, index: Path, dtype: str, column: int, pairs: int):
-        self.dtype, self.column, self.pairs = np.dtype(dtype), column, pairs
+    def __init__(self, ids: Path, index: Path, dtype: str, column: int, pairs: int,
+                 vocab: int | None = None):
+        self.dtype, self.column, self.pairs, self.vocab = np.dtype(dtype), column, pairs, vocab
+        self.path = ids
         self.ids: BinaryIO = open(ids, "rb", buffering=0)
         self.index: BinaryIO = open(index, "rb", buffering=0)
 
@@ -63,8 +65,12 @@ class PreparedSide:
         row = np.frombuffer(os.pread(self.index.fileno(), ROW, int(i) * ROW), dtype=np.int64)
         offset, length = int(row[self.column]), int(row[self.column + 1])
         size = self.dtype.itemsize
-        data = os.pread(self.ids.fileno(), length * size, offset * size)
-        return np.frombuffer(data, dtype=self.dtype).tolist()
+        ids = np.frombuffer(os.pread(self.ids.fileno(), length * size, offset * size),
+                            dtype=self.dtype)
+        if self.vocab is not None and len(ids) and ids.max() >= self.vocab:
+            raise UserError(f"{self.path}: sentence {int(i) + 1} holds id {ids.max()}, outside "
+                            f"the vocabulary of {self.vocab:,}; prepare the corpus again")
+        return ids.tolist()
 
     def close(self) -> None:
         self.ids.close()
@@ -105,22 +111,38 @@ class PairCounts:
 
 def read_info(data_dir: Path) -> dict:
     try:
-        return json.loads((Path(data_dir) / PREPARED).read_text())
+        info = json.loads((Path(data_dir) / PREPARED).read_text())
     except (OSError, ValueError) as e:
         raise UserError(f"{Path(data_dir) / PREPARED}: cannot read ({e})") from None
+    if not isinstance(info, dict):
+        raise UserError(f"{Path(data_dir) / PREPARED}: expected an object")
+    return info
 
 
-def read_lengths(index: Path, pairs: int, rows: int = 1 << 18) -> np.ndarray:
-    """(pairs, 2) int32 source and target lengths, read a slice of the index at a time."""
+def read_lengths(index: Path, pairs: int, ids: tuple[int, int], rows: int = 1 << 18
+                 ) -> np.ndarray:
+    """(pairs, 2) int32 source and target lengths, read a slice of the index at a time,
+    each sentence checked to lie within its id file (`ids`: the ids in each)."""
     lengths = np.empty((pairs, 2), dtype=np.int32)
     with open(index, "rb") as f:
         for start in range(0, pairs, rows):
             part = np.fromfile(f, dtype=np.int64, count=4 * min(rows, pairs - start))
-            lengths[start : start + len(part) // 4] = part.reshape(-1, 4)[:, [1, 3]]
+            part = part.reshape(-1, 4)
+            for column, total in zip((0, 2), ids):
+                offsets, counts = part[:, column], part[:, column + 1]
+                bad = (offsets < 0) | (counts < 0) | (offsets + counts > total)
+                if bad.any():
+                    row = start + int(np.argmax(bad))
+                    raise UserError(f"{index}: pair {row + 1} points outside its id file; "
+                                    "prepare the corpus again")
+            lengths[start : start + len(part)] = part[:, [1, 3]]
     return lengths
 
 
-def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> PreparedText:
+def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
+                  vocab: tuple[int, int] | tuple[None, None] = (None, None)) -> PreparedText:
+    """The prepared pairs of data_dir, checked against prepared.json; with `vocab` (source
+    and target sizes), each sentence read is checked to hold ids of that vocabulary."""
     data_dir = Path(data_dir)
     info = read_info(data_dir)
     if (info.get("src_lang"), info.get("tgt_lang")) != (src_lang, tgt_lang):
@@ -138,10 +160,10 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str) -> PreparedText:
         if size != expected[name]:
             raise UserError(f"{paths[name]}: {size:,} bytes where {expected[name]:,} were "
                             "written; prepare the corpus again")
-    lengths = read_lengths(paths[INDEX], pairs)
+    lengths = read_lengths(paths[INDEX], pairs, (info["src_ids"], info["tgt_ids"]))
     return PreparedText(
-        PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs),
-        PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs),
+        PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs, vocab[0]),
+        PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs, vocab[1]),
         lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"], info["max_len"])
 
 
@@ -199,6 +221,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     src_path = find_split_file(data_dir, "train", src_lang)
     tgt_path = find_split_file(data_dir, "train", tgt_lang)
     val_paths = [find_split_file(data_dir, "val", lang) for lang in (src_lang, tgt_lang)]
+    if out_dir.resolve() == data_dir.resolve():
+        raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
     text = sample_pairs(src_path, tgt_path, sample, seed)

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from nmt_cli.config import UserError, apply_overrides, preset
@@ -85,7 +86,29 @@ def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tm
     ids.write_bytes(ids.read_bytes()[:-2])
     with pytest.raises(UserError, match="train.tgt.bin: .* bytes where .* were written"):
         open_prepared(damaged, "en", "de")
+    ids.write_bytes((prepared / "train.tgt.bin").read_bytes())
+    index_path = damaged / "train.index.bin"
+    whole = np.fromfile(index_path, np.int64).reshape(-1, 4)
+    for row, column, value in ((5, 1, -1),  # a negative source length
+                               (7, 2, 10**9)):  # a target offset past the end of its file
+        index = whole.copy()
+        index[row, column] = value
+        index.tofile(index_path)
+        with pytest.raises(UserError, match=rf"index.bin: pair {row + 1} points outside its"):
+            open_prepared(damaged, "en", "de")
+    whole.tofile(index_path)
+    src_ids = np.fromfile(damaged / "train.src.bin", np.uint16)
+    src_ids[whole[0, 0]] = 299  # the vocabulary has 300 ids: fine
+    src_ids[whole[3, 0]] = 300  # not
+    src_ids.tofile(damaged / "train.src.bin")
+    text = open_prepared(damaged, "en", "de", (300, 300))
+    assert text.src[0][0] == 299
+    with pytest.raises(UserError, match=r"train.src.bin: sentence 4 holds id 300, outside"):
+        text.src[3]
     info = json.loads((damaged / "prepared.json").read_text())
+    (damaged / "prepared.json").write_text("[]")
+    with pytest.raises(UserError, match=r"prepared.json: expected an object"):
+        open_prepared(damaged, "en", "de")
     info["tokenizer"]["model_type"] = "wordpiece"
     (damaged / "prepared.json").write_text(json.dumps(info))
     config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(damaged)})
@@ -102,6 +125,14 @@ def test_a_failed_prepare_leaves_no_prepared_corpus(tmp_path):
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "line counts differ" in result.stderr
     assert not is_prepared(out) and not list(out.glob(".*.tmp"))
+
+
+def test_prepare_refuses_to_write_into_the_corpus_it_reads(corpus):
+    result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
+                             str(corpus), "--out", str(corpus)], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "the same folder as --data" in result.stderr
+    assert not (corpus / "prepared.json").exists() and not list(corpus.glob("*.bin"))
 
 
 def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):

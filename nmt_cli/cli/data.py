@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ..config import DEFAULT_PRESET, resolve_config
+from ..config import resolve_config
 from ..datasets import fetch_multi30k
+from ..errors import UserError
 from ..prepared import TOKENIZER_SAMPLE
 from ..prepared import prepare as prepare_corpus
 from .common import Corpus, app, err, user_errors
@@ -49,7 +50,9 @@ def prepare_command(
     ] = TOKENIZER_SAMPLE,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
-    config = resolve_config(preset_name or DEFAULT_PRESET, settings=settings)
+    if sample < 1:
+        raise UserError(f"--sample must be at least 1 (got {sample})")
+    config = resolve_config(preset_name, settings=settings)
     info = prepare_corpus(data, out, src_lang, tgt_lang, config.tokenizer, config.data.max_len,
                           config.train.seed, sample)
     err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "
