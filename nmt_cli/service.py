@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
-from .config import ENGINES, DecodeConfig, check_choice
+from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice
 from .errors import UserError
 from .translate import Translation
 
@@ -44,6 +44,8 @@ class ServeConfig:
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
                                 f"(got {getattr(self, name)})")
+        if self.max_beam > MAX_BEAM:
+            raise UserError(f"--max-beam must be at most {MAX_BEAM} (got {self.max_beam})")
         if not 0 <= self.max_wait_ms <= 1000:
             raise UserError(f"--max-wait-ms must lie between 0 and 1000 (got {self.max_wait_ms})")
 

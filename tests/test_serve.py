@@ -256,6 +256,15 @@ def test_serve_refuses_other_engines_in_one_line(run_dir):
         "error: --engine must be one of torch, ctranslate2 (got 'onnx')"
 
 
+def test_serve_refuses_options_out_of_range_in_one_line(run_dir):
+    for option, value, message in (
+            ("--max-beam", "5000", "error: --max-beam must be at most 1000 (got 5000)"),
+            ("--max-len-a", "nan", "error: --max-len-a must lie in [0, 1000] (got nan)")):
+        result = CliRunner().invoke(app, ["serve", str(run_dir), option, value, "--port", "0"])
+        assert result.exit_code == 1
+        assert result.output.strip() == message
+
+
 def test_serve_ctranslate2_without_an_export_says_how_to_make_one(run_dir):
     pytest.importorskip("ctranslate2")
     result = CliRunner().invoke(app, ["serve", str(run_dir), "--engine", "ctranslate2",
