@@ -151,10 +151,11 @@ class Config:
             value = self.get(key)
             if isinstance(value, float) and not math.isfinite(value):
                 raise UserError(f"{key} must be a finite number (got {value})")
-            if type(value) is int and key != "train.seed" and value > MAX_INT:
-                raise UserError(f"{key} must be at most {MAX_INT:,} (got {value:,})")
-        if not 0 <= self.train.seed < 2**63:
-            raise UserError(f"train.seed must lie in [0, 2**63) (got {self.train.seed})")
+        for key in SIZES:
+            if self.get(key) > MAX_INT:
+                raise UserError(f"{key} must be at most {MAX_INT:,} (got {self.get(key):,})")
+        if not -(2**63) <= self.train.seed < 2**64:  # what torch.manual_seed takes
+            raise UserError(f"train.seed must lie in [-2**63, 2**64) (got {self.train.seed})")
         for key, choices in CHOICES.items():
             check_choice(key, self.get(key), choices)
         for key in AT_LEAST_ONE:
@@ -171,13 +172,16 @@ class Config:
         if not 0 < self.tokenizer.character_coverage <= 1:
             raise UserError("tokenizer.character_coverage must lie in (0, 1] "
                             f"(got {self.tokenizer.character_coverage})")
-        if not 0 < self.train.plateau_factor < 1:
+        if self.train.schedule == "plateau" and not 0 < self.train.plateau_factor < 1:
             raise UserError("train.plateau_factor must lie in (0, 1) "
                             f"(got {self.train.plateau_factor})")
         if self.tokenizer.sampling_nbest in (0, 1) or self.tokenizer.sampling_nbest < -1:
             raise UserError("tokenizer.sampling_nbest must be -1 (every segmentation) or at "
                             f"least 2 (got {self.tokenizer.sampling_nbest})")
-        if self.model.arch == "transformer":
+        if self.model.arch == "transformer":  # (the GRU has one layer each side)
+            for key in ("model.num_encoder_layers", "model.num_decoder_layers"):
+                if self.get(key) < 1:
+                    raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
             if self.model.d_model % (2 * self.model.num_heads):
                 raise UserError("model.d_model must be an even multiple of model.num_heads")
             if self.data.max_len > self.model.max_positions:
@@ -201,7 +205,6 @@ CHOICES = {"model.arch": ARCHS, "model.attention": ATTENTION_SCORES,
            "tokenizer.model_type": TOKENIZER_TYPES, "train.schedule": SCHEDULES,
            "train.device": DEVICES, "train.precision": PRECISIONS}
 AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
-                "model.num_encoder_layers", "model.num_decoder_layers",
                 "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
                 "train.validate_every", "train.max_bad_steps", "train.accum")
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
@@ -209,7 +212,12 @@ NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.pati
                 "train.keep_last", "train.adam_eps", "train.plateau_patience")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
                  "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
-MAX_INT = 2**31 - 1  # the most any integer setting but the seed may be
+# Sizes of tensors and of the tokenizer: at most MAX_INT (a run's config.json or a TOML file
+# may hold 1e12, and torch would try to allocate it)
+SIZES = ("model.d_model", "model.num_heads", "model.num_encoder_layers",
+         "model.num_decoder_layers", "model.d_ff", "model.max_positions", "tokenizer.vocab_size",
+         "data.max_len", "train.batch_tokens")
+MAX_INT = 2**31 - 1
 MAX_BEAM = 1000
 LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
 

@@ -75,7 +75,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                         " subword sampling segments text, so it needs the plain-text corpus")
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
-    if is_prepared:
+    if is_prepared and new_run:  # a resumed run's config.json says it already
         config, changed = prepared.with_its_tokenizer(folder, config)
         if changed:
             report(f"tokenizer: {folder} was prepared with {', '.join(changed)}; the run "

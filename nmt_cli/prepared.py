@@ -42,6 +42,9 @@ INDEX = "train.index.bin"
 ROW = 4 * 8  # bytes of one index row
 TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most
 CHUNK = 100_000  # sentence pairs encoded at a time
+# the tokenizer settings that made the prepared corpus's tokenizer, which prepared.json records
+# (subword sampling is the training run's own, and needs the text)
+TOKENIZER_MADE_WITH = ("vocab_size", "model_type", "joint", "character_coverage")
 
 
 def is_prepared(data_dir: Path) -> bool:
@@ -174,6 +177,7 @@ def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str
     recorded = read_info(data_dir).get("tokenizer", {})  # none before this was recorded
     if not isinstance(recorded, dict):
         raise UserError(f"{Path(data_dir) / PREPARED}: tokenizer: expected a table of settings")
+    recorded = {key: value for key, value in recorded.items() if key in TOKENIZER_MADE_WITH}
     try:
         adopted = apply_overrides(config, {f"tokenizer.{k}": v for k, v in recorded.items()})
     except UserError as e:
@@ -238,7 +242,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
             "max_len": max_len, "vocab_size": vocab, **asdict(counts),
-            "source": str(data_dir.resolve()), "tokenizer": asdict(tokenizer_config)}
+            "source": str(data_dir.resolve()),
+            "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 

@@ -80,7 +80,8 @@ class Trainer:
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """The batches of `epoch`, over its segmentation of the training text (each epoch's
         own under subword sampling), in the order it trains them; one seed draws both."""
-        generator = torch.Generator().manual_seed(seed := self.config.train.seed * 100_003 + epoch)
+        seed = (self.config.train.seed * 100_003 + epoch) % 2**64  # torch's range, as it wraps
+        generator = torch.Generator().manual_seed(seed)
         self.batches.data = data = self.corpus.for_epoch(seed)
         return token_batches(*data.lengths(), self.config.train.batch_tokens, generator)
 

@@ -189,19 +189,22 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     # values that torch would refuse with a traceback, or take and train on forever
     for setting, named in (("train.adam_beta2=1.5", "train.adam_beta2"),
                            ("train.adam_eps=-1", "train.adam_eps"),
-                           ("train.plateau_factor=2", "train.plateau_factor"),
+                           ("train.schedule=plateau,train.plateau_factor=2",
+                            "train.plateau_factor"),
                            ("train.lr=inf", "train.lr must be a finite number"),
                            ("model.num_encoder_layers=0", "model.num_encoder_layers"),
                            ("model.tie_embeddings=5", "model.tie_embeddings"),
                            ("model.d_ff=4294967296", "model.d_ff must be at most"),
                            ("tokenizer.character_coverage=5", "character_coverage")):
-        one_line_error(invoke("train", "--set", setting), named)
-    one_line_error(invoke("train", "--seed", str(2**64)), "train.seed")
+        sets = [arg for one in setting.split(",") for arg in ("--set", one)]
+        one_line_error(invoke("train", *sets), named)
+    one_line_error(invoke("train", "--seed", str(2**64)), "train.seed must lie in")
     one_line_error(invoke("train", "--preset", ""), "unknown preset ''")
-    for name, text in (("nan.toml", "[train]\nmax_time = nan\n"),
-                       ("table.toml", "[[model]]\nd_model = 64\n")):
+    for name, text, message in (
+            ("nan.toml", "[train]\nmax_time = nan\n", "train.max_time must be a finite number"),
+            ("table.toml", "[[model]]\nd_model = 64\n", "unknown setting 'model'")):
         (tmp_path / name).write_text(text)
-        one_line_error(invoke("train", "--config", str(tmp_path / name)), name)
+        one_line_error(invoke("train", "--config", str(tmp_path / name)), f"{name}: {message}")
     (tmp_path / "latin1.toml").write_bytes(b"[model]\n# \xe9\nd_model = 64\n")
     one_line_error(invoke("train", "--config", str(tmp_path / "latin1.toml")),
                    "latin1.toml: invalid UTF-8 at byte 10")
@@ -228,18 +231,39 @@ def test_bad_decoding_options_and_text(trained_run, tmp_path):
 
 
 def test_broken_run_configs_are_named(trained_run, tmp_path):
-    changes = {"not-an-object": lambda d: d.update(config="hello"),
-               "no-vocab": lambda d: d.update(vocab=None),
-               "seed": lambda d: d["config"]["train"].update(seed=-1),
-               "huge": lambda d: d["config"]["model"].update(d_ff=2**30)}
-    for name, change in changes.items():
-        broken = tmp_path / name
-        shutil.copytree(trained_run, broken)
-        description = json.loads((broken / "config.json").read_text())
-        change(description)
-        (broken / "config.json").write_text(json.dumps(description))
-        needle = "not enough memory for d_model" if name == "huge" else str(broken)
-        one_line_error(invoke("translate", "--run", str(broken), "hello"), needle)
+    changes = {"not-an-object": (lambda d: d.update(config="hello"), "a \"config\" object"),
+               "no-vocab": (lambda d: d.update(vocab=None), "\"vocab\" must hold"),
+               "nan": (lambda d: d["config"]["model"].update(dropout="nan"),
+                       "model.dropout must be a finite number"),
+               "huge": (lambda d: d["config"]["model"].update(d_ff=2**30),
+                        "not enough memory for d_model")}
+    for name, (change, message) in changes.items():
+        one_line_error(invoke("translate", "--run", str(changed_run(trained_run, tmp_path / name,
+                                                                        change)), "hello"),
+                       message)
+
+
+def test_settings_that_runs_were_made_with_before_the_checks_still_load(trained_run, tmp_path):
+    def older(description):  # a negative seed and a step limit past 2^31 trained fine
+        description["config"]["train"].update(seed=-1, max_steps=10**10)
+    run = changed_run(trained_run, tmp_path / "older", older)
+    result = invoke("translate", "--run", str(run), "hello")
+    assert result.exit_code == 0, result.output
+
+
+def changed_run(run: Path, copy: Path, change) -> Path:
+    shutil.copytree(run, copy)
+    description = json.loads((copy / "config.json").read_text())
+    change(description)
+    (copy / "config.json").write_text(json.dumps(description))
+    return copy
+
+
+def test_the_largest_seed_trains(small_corpus, tmp_path):
+    result = invoke("train", "--data", str(small_corpus), "--run", str(tmp_path / "run"),
+                    "--seed", str(2**64 - 1), "--max-steps", "1", "--batch-tokens", "1024",
+                    *TINY_SETTINGS)
+    assert result.exit_code == 0, result.output
 
 
 def test_a_failed_run_leaves_no_directory(tmp_path):

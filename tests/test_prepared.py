@@ -77,6 +77,23 @@ def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_w
     assert any("longer than 30 tokens dropped (prepared)" in m for m in messages)
 
 
+def test_only_the_settings_that_made_the_tokenizer_are_taken(corpus, prepared, tmp_path):
+    sampling = apply_overrides(preset("transformer"), {**SETTINGS, "tokenizer.sampling_alpha": 0.1})
+    out = tmp_path / "prepared"
+    prepare(corpus, out, "en", "de", sampling.tokenizer, 30)  # sampling belongs to the run
+    info = json.loads((out / "prepared.json").read_text())
+    assert set(info["tokenizer"]) == {"vocab_size", "model_type", "joint", "character_coverage"}
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(out)})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+    assert trainer.config.tokenizer.sampling_alpha == 0.0
+    trainer.train_step([trainer.epoch_batches(0)[0]])
+    del info["tokenizer"]  # as written before the settings were recorded: nothing is taken
+    (out / "prepared.json").write_text(json.dumps(info))
+    config = apply_overrides(config, {"tokenizer.model_type": "bpe"})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "older"), lambda e: None)
+    assert trainer.config.tokenizer.model_type == "bpe"
+
+
 def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
     with pytest.raises(UserError, match="prepared for en-de, not en-fr"):
         open_prepared(prepared, "en", "fr")
