@@ -1,6 +1,7 @@
 """Prepared corpora: ids written once, read back exactly, trained on like the text."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split
 from nmt_cli.prepared import is_prepared, open_prepared, prepare
 from nmt_cli.tokenizer import Tokenizer
-from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.training import Trainer, prepare_run_dir, resume
 
 from conftest import read_sample, write_corpus
 
@@ -92,6 +93,21 @@ def test_only_the_settings_that_made_the_tokenizer_are_taken(corpus, prepared, t
     config = apply_overrides(config, {"tokenizer.model_type": "bpe"})
     trainer = Trainer(config, prepare_run_dir(tmp_path / "older"), lambda e: None)
     assert trainer.config.tokenizer.model_type == "bpe"
+
+
+def test_a_resumed_run_keeps_the_tokenizer_settings_it_started_with(prepared, tmp_path):
+    copy = tmp_path / "prepared"
+    shutil.copytree(prepared, copy)
+    config = apply_overrides(preset("transformer"), {
+        **SETTINGS, "data.data_dir": str(copy), "train.max_steps": 2})
+    run = prepare_run_dir(tmp_path / "run")
+    Trainer(config, run, lambda e: None).run()
+    info = json.loads((copy / "prepared.json").read_text())
+    info["tokenizer"]["model_type"] = "bpe"  # prepared again since, differently
+    (copy / "prepared.json").write_text(json.dumps(info))
+    resume(run, {"train.max_steps": 3})
+    saved = json.loads((run / "config.json").read_text())["config"]
+    assert (saved["tokenizer"]["model_type"], saved["train"]["max_steps"]) == ("unigram", 3)
 
 
 def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
