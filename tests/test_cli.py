@@ -222,6 +222,9 @@ def test_bad_decoding_options_and_text(trained_run, tmp_path):
                    "TEXT: invalid UTF-8 at byte 0")
     one_line_error(invoke("translate", "--run", run, "-o", str(tmp_path / "no" / "out.txt"),
                           "hello"), str(tmp_path / "no" / "out.txt"))
+    if Path("/dev/full").exists():  # a write that fails names the file it went to
+        one_line_error(invoke("translate", "--run", run, "-o", "/dev/full", "hello"),
+                       "/dev/full: No space left on device")
     hyp = tmp_path / "hyp.de"
     hyp.write_text("Hallo\n")
     one_line_error(invoke("eval", "--hyp", str(hyp), "--ref", str(hyp), "--by-length", "-o",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -85,9 +86,16 @@ def translate(
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
-    finally:
         if output_file:
             out.close()
+    except OSError as e:
+        if output_file and e.errno is not None and e.filename is None:  # -o /dev/full
+            raise OSError(e.errno, e.strerror, str(output_file)) from None
+        raise
+    finally:
+        if output_file and not out.closed:  # after an error: it is the one to report
+            with contextlib.suppress(OSError):
+                out.close()
 
 
 def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
