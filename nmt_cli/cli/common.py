@@ -58,9 +58,9 @@ def user_errors(command):
 
 
 DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfig field
-    "beam": "Beam size; 1 is greedy search.",
-    "alpha": "Length penalty exponent.",
-    "max_len_a": "Output limit: a * source length + b.",
+    "beam": "Beam size, 1 to 1000; 1 is greedy search.",
+    "alpha": "Length penalty exponent, -10 to 10.",
+    "max_len_a": "Output limit: a * source length + b (a from 0 to 1000).",
     "max_len_b": "Output limit: a * source length + b.",
     "min_len": "Shortest output, in tokens.",
     "batch_size": "Sentences per decoding batch.",
