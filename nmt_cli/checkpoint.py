@@ -33,7 +33,7 @@ from safetensors.torch import load_model, save_file
 from ._version import __version__
 from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
 from .distributed import World
-from .errors import UserError
+from .errors import UserError, in_file
 from .files import atomic_write, atomic_write_text
 from .models import Seq2Seq, build_model
 from .optim import Updater
@@ -196,9 +196,8 @@ def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
             and isinstance(vocab.get("joint"), bool)):
         raise UserError(f"{path}: \"vocab\" must hold src and tgt sizes and joint")
     try:
-        return from_dict(description["config"]), vocab
-    except UserError as e:
-        raise UserError(f"{path}: {e}") from None
+        with in_file(path):
+            return from_dict(description["config"]), vocab
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{path}: unreadable run config ({e})") from None
 

@@ -19,7 +19,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from .errors import UserError
+from .errors import UserError, in_file
 
 # Every list of choices, defined once: the checks below and the command line's options use them.
 ARCHS = ("transformer", "gru")
@@ -411,12 +411,8 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
     arch = (options or {}).get("model.arch")
     config = preset(preset_name if preset_name is not None else arch or DEFAULT_PRESET)
     if config_file is not None:
-        try:
+        with in_file(config_file):
             config = apply_overrides(config, load_toml(config_file))
-        except UserError as e:
-            message = str(e)
-            raise UserError(message if message.startswith(f"{config_file}: ")
-                            else f"{config_file}: {message}") from None
     config = apply_overrides(config, command_line_overrides(settings, options))
     if config.data.data_dir:
         config = apply_overrides(config, {

@@ -33,7 +33,7 @@ import numpy as np
 
 from .config import Config, TokenizerConfig, apply_overrides
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
-from .errors import UserError
+from .errors import UserError, in_file
 from .files import atomic_write
 from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE, Tokenizer
 
@@ -178,10 +178,8 @@ def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str
     if not isinstance(recorded, dict):
         raise UserError(f"{Path(data_dir) / PREPARED}: tokenizer: expected a table of settings")
     recorded = {key: value for key, value in recorded.items() if key in TOKENIZER_MADE_WITH}
-    try:
+    with in_file(Path(data_dir) / PREPARED):
         adopted = apply_overrides(config, {f"tokenizer.{k}": v for k, v in recorded.items()})
-    except UserError as e:
-        raise UserError(f"{Path(data_dir) / PREPARED}: {e}") from None
     changed = [f"{key}={getattr(adopted.tokenizer, key)!r}" for key in recorded
                if getattr(adopted.tokenizer, key) != getattr(config.tokenizer, key)]
     return adopted, changed
