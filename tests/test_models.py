@@ -95,6 +95,29 @@ def test_state_select_reorders_the_cache():
     assert torch.allclose(reordered, expected[order], atol=1e-5)
 
 
+def test_the_self_attention_cache_grows_in_place_and_survives_selection(monkeypatch):
+    from nmt_cli.models.transformer import KeyValueCache
+
+    monkeypatch.setattr(KeyValueCache, "FIRST_CAPACITY", 2)
+    model = tiny_model("transformer")
+    src, tgt = random_tokens(3, 5), teacher_forced_input(3, 7)
+    order = torch.tensor([2, 0, 1])
+    with torch.no_grad():
+        expected = model(src, tgt)
+        state, steps, buffers = model.start(src), [], []
+        for t in range(tgt.size(1)):
+            if t == 5:  # after the buffers grew twice: reorder, as beam search does
+                state, tgt, expected = state.select(order), tgt[order], expected[order]
+                steps = [step[order] for step in steps]
+            logits, state = model.decode_step(tgt[:, t], state)
+            steps.append(logits)
+            buffers.append(state.cache[0][0])
+    assert [buffer.size(1) for buffer in buffers] == [2, 2, 4, 4, 8, 8, 8]
+    assert buffers[2].data_ptr() == buffers[3].data_ptr()  # written in place, not copied
+    assert buffers[4].data_ptr() != buffers[5].data_ptr()  # select made new buffers
+    assert torch.allclose(expected, torch.stack(steps, dim=1), atol=1e-5)
+
+
 def test_beams_share_their_sentences_memory_keys_and_values():
     model = tiny_model("transformer")
     n, k = 3, 2
