@@ -198,11 +198,16 @@ class MultiHeadAttention(nn.Module):
         products of Q, K and V (forward and backward, 3,584 x 256 by 256 x 768) took 11-12%
         less time than three products each; a whole self-attention layer, about 2% less."""
         if len(layers) == 1 or not torch.is_grad_enabled():
-            outputs = [in_row_blocks(layer, x) for layer in layers]
-        else:
-            outputs = in_row_blocks(lambda rows: stacked_linear(layers, rows), x).split(
-                self.num_heads * self.d_head, dim=-1)
-        return [self.split_heads(out, real) for out in outputs]
+            return [self.split_heads(in_row_blocks(layer, x), real) for layer in layers]
+        stacked = in_row_blocks(lambda rows: stacked_linear(layers, rows), x)
+        if real is not None:
+            stacked = real.unpack(stacked)
+        # (batch, len, projections, heads, d_head), taken apart as views: their gradients
+        # come back in one copy (unbind's stack), where a split of the product's columns
+        # first copied each gradient contiguous and then concatenated them
+        batch, length, _ = stacked.shape
+        parts = stacked.view(batch, length, len(layers), self.num_heads, self.d_head)
+        return [part.transpose(1, 2) for part in parts.unbind(2)]
 
     def keys_values(self, x: torch.Tensor, real: RealPositions | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
