@@ -189,8 +189,10 @@ class KeyValueCache:
         source, target = (b.flatten(1)[:, :block] for b in (buffer, copied))
         if rows is None:
             target.copy_(source)
-        else:
+        elif buffer.device.type in ("cpu", "cuda"):  # their kernels write strided outputs
             torch.index_select(source, 0, rows, out=target)
+        else:
+            target.copy_(source.index_select(0, rows))
         return copied
 
     @staticmethod
