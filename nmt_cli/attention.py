@@ -121,12 +121,12 @@ def scaled_dot_product_attention(
 class _HeadByHead(torch.autograd.Function):
     """The written-out attention with dropout, one head at a time: the same numbers (and the
     same dropout mask) with fewer copies. Q, K and V come as (batch, heads, len, d_head) views
-    of (batch, len, heads, d_head) projections; torch's batched product of such views copies
-    them contiguous first. A product of one head's views, (batch, len, d_head) with rows
-    d_model apart, reads them in place (and is as fast), but writing its output into such a
-    view took four times as long: each tensor made here is laid out (heads, batch, ...), one
-    head after another. In a profiled float32 step on two cores the attention's copies fell
-    from 44 to 22 ms; the step ran 1% faster."""
+    of projections laid out (batch, len, ..., heads, d_head); torch's batched product of such
+    views copies them contiguous first. A product of one head's views, (batch, len, d_head)
+    with rows one or more d_model apart, reads them in place (and is as fast), but writing its
+    output into such a view took four times as long: each tensor made here is laid out
+    (heads, batch, ...), one head after another. In a profiled float32 step on two cores the
+    attention's copies fell from 44 to 22 ms; the step ran 1% faster."""
 
     @staticmethod
     def forward(ctx, query, key, value, mask, p):

@@ -8,7 +8,9 @@
     forward(src, tgt_in)             -> logits of every target position
 
 A state reorders itself with `select(indices)`: beam search uses it to follow the surviving
-hypotheses, and to drop finished sentences from the batch.
+hypotheses, and to drop finished sentences from the batch. A state is stepped once, without
+gradients: a step may write into buffers it shares with the state it came from (the
+Transformer's key/value cache); `select` makes new ones.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ class KeyValueCache:
     def copy(buffer: torch.Tensor, rows: torch.Tensor | None, filled: int,
              capacity: int | None = None) -> torch.Tensor:
         """A new buffer holding the first `filled` positions of `rows` (all rows if None)."""
-        capacity = capacity or buffer.size(1)
+        capacity = buffer.size(1) if capacity is None else capacity
         count = buffer.size(0) if rows is None else rows.numel()
         copied = buffer.new_empty(count, capacity, *buffer.shape[2:])
         # each row's filled positions as one block: (rows, filled * heads * d_head)
@@ -205,7 +205,9 @@ class KeyValueCache:
 @dataclass
 class TransformerState(DecoderState):
     src_mask: torch.Tensor  # (sentences, 1, src_len)
-    cache: list[tuple[torch.Tensor, ...]]  # per decoder layer: self K, V (KeyValueCache)
+    # per decoder layer: self K, V buffers (rows, capacity, heads, d_head), positions before
+    # `position` filled (KeyValueCache)
+    cache: list[tuple[torch.Tensor, ...]]
     memory_cache: list[tuple[torch.Tensor, ...]]  # per layer: cross K, V (sentences, ...)
     position: int  # index of the next target position
     beams: int = 1  # rows per sentence
