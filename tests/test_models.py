@@ -95,10 +95,13 @@ def test_state_select_reorders_the_cache():
     assert torch.allclose(reordered, expected[order], atol=1e-5)
 
 
-def test_the_self_attention_cache_grows_in_place_and_survives_selection(monkeypatch):
+@pytest.mark.parametrize("strided", [True, False], ids=["strided-select", "select-then-copy"])
+def test_the_self_attention_cache_grows_in_place_and_survives_selection(monkeypatch, strided):
     from nmt_cli.models.transformer import KeyValueCache
 
     monkeypatch.setattr(KeyValueCache, "FIRST_CAPACITY", 2)
+    if not strided:  # the path of devices other than the CPU and CUDA
+        monkeypatch.setattr(KeyValueCache, "STRIDED_OUTPUT_DEVICES", ())
     model = tiny_model("transformer")
     src, tgt = random_tokens(3, 5), teacher_forced_input(3, 7)
     order = torch.tensor([2, 0, 1])

@@ -160,6 +160,7 @@ class KeyValueCache:
     a row. A state is stepped once: the step after it writes into the same buffers."""
 
     FIRST_CAPACITY = 16  # positions
+    STRIDED_OUTPUT_DEVICES = ("cpu", "cuda")  # whose index_select writes through strides
 
     @staticmethod
     def empty(rows: int, heads: int, d_head: int, like: torch.Tensor) -> tuple:
@@ -189,7 +190,7 @@ class KeyValueCache:
         source, target = (b.flatten(1)[:, :block] for b in (buffer, copied))
         if rows is None:
             target.copy_(source)
-        elif buffer.device.type in ("cpu", "cuda"):  # their kernels write strided outputs
+        elif buffer.device.type in KeyValueCache.STRIDED_OUTPUT_DEVICES:
             torch.index_select(source, 0, rows, out=target)
         else:
             target.copy_(source.index_select(0, rows))
