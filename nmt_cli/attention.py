@@ -25,7 +25,7 @@ from torch import nn
 
 from .devices import in_row_blocks, matmul_dtype, stacked_linear
 from .dropout import dropout as drop
-from .dropout import factor, keep_mask
+from .dropout import keep_mask, kept
 from .special_tokens import PAD_ID
 
 
@@ -141,7 +141,7 @@ class _HeadByHead(torch.autograd.Function):
             scores.masked_fill_(~visible, -math.inf)
         weights = torch.softmax(scores, dim=-1, out=scores)
         keep = keep_mask(weights.transpose(0, 1), p).transpose(0, 1)  # drawn batch first
-        dropped = factor(keep, weights.dtype).mul_(weights).mul_(keep_scale)
+        dropped = kept(weights, keep, keep_scale)
         context = query.new_empty(heads, batch, q_len, d_head)
         for h in range(heads):
             torch.bmm(dropped[h], value[:, h], out=context[h])
@@ -158,7 +158,7 @@ class _HeadByHead(torch.autograd.Function):
         for h in range(query.size(1)):
             torch.bmm(grad[:, h], value[:, h].transpose(1, 2), out=grad_dropped[h])
             torch.bmm(dropped[h].transpose(1, 2), grad[:, h], out=grad_value[h])
-        grad_weights = factor(keep, grad.dtype).mul_(grad_dropped).mul_(ctx.keep_scale)
+        grad_weights = kept(grad_dropped, keep, ctx.keep_scale)
         grad_scores = torch.ops.aten._softmax_backward_data(grad_weights, weights, -1,
                                                             weights.dtype)
         for h in range(query.size(1)):

@@ -217,6 +217,29 @@ def test_relu_dropout_equals_relu_then_dropout_with_the_same_gradients():
     assert 0.35 < (grad_fused != 0).float().mean().item() < 0.45  # half pass ReLU, 80% kept
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_add_dropout_equals_the_sum_with_dropout_and_its_gradients(dtype):
+    """In bf16 too the sum is made in float32, x scaled without a bf16 rounding between."""
+    from nmt_cli.dropout import add_dropout, dropout
+
+    torch.manual_seed(0)
+    residual = torch.randn(300, 400, requires_grad=True)
+    x = torch.randn(300, 400).to(dtype).requires_grad_()
+    weights = torch.randn(300, 400)
+    outputs, grads = [], []
+    for fused in (True, False):
+        torch.manual_seed(1)
+        y = add_dropout(residual, x, 0.2) if fused else residual + dropout(x.float(), 0.2)
+        outputs.append(y)
+        grads.append(torch.autograd.grad((y * weights).sum(), (residual, x)))
+    assert outputs[0].dtype == outputs[1].dtype == torch.float32
+    assert torch.allclose(outputs[0], outputs[1], rtol=1e-6, atol=1e-6)
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][0], weights)
+    assert grads[0][1].dtype == dtype and torch.equal(grads[0][1], grads[1][1])
+    assert 0.75 < (grads[0][1] != 0).float().mean().item() < 0.85  # 80% kept
+    assert torch.equal(add_dropout(residual, x, 0.2, training=False), residual + x)
+
+
 def test_compiled_features_meet_new_lengths_without_recompiling(monkeypatch):
     import functools
 

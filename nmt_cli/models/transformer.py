@@ -29,7 +29,7 @@ from torch import nn
 from ..attention import MultiHeadAttention, RealPositions, padding_mask
 from ..config import ModelConfig
 from ..devices import in_row_blocks, linear, matmul_input
-from ..dropout import Dropout, relu_dropout
+from ..dropout import Dropout, add_dropout, relu_dropout
 from .base import DecoderState, Seq2Seq, pick_rows
 
 
@@ -74,13 +74,13 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """`sublayer(h)` returns (output, extra); extra (weights, cache) is passed through."""
         out, extra = sublayer(matmul_input(self.norm(x) if self.norm_first else x))
-        x = x + self.dropout(out)
+        x = add_dropout(x, out, self.dropout, self.training)  # x + dropout(out)
         return (x if self.norm_first else self.norm(x)), extra
 
 
