@@ -50,27 +50,32 @@ def _real_positions(features: torch.Tensor, targets: torch.Tensor,
     return rows, flat.index_select(0, rows), flat_targets.index_select(0, rows)
 
 
-def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float
+def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float,
+                          logits_sum: torch.Tensor | None = None
                           ) -> tuple[torch.Tensor, torch.Tensor]:
     """The summed cross-entropy of softmax(logits) (rows, vocab; float32) against the smoothed
     targets q, and its gradient with respect to the logits, p - q, written over `logits`.
 
-    The log normaliser log sum_v exp(logit_v) comes from p itself: at the largest logit,
-    p = exp(top - log normaliser), and that p is at least 1/vocab, so its log is exact to
-    float32 precision. softmax is one pass of exponentials; with torch's logsumexp and exp_
-    (two passes, each slower than softmax on the CPU) 262 x 8,000 logits took
-    4.2 ms here instead of 1.3."""
+    log p comes from log_softmax, exact even where p underflows to 0 in float32; p = exp(log p).
+    With sum_v q_v = 1 and log p_v = logits_v - log sum_w exp(logits_w), the loss of a row is
+    -sum_v q_v log p_v = -log p_target + eps * (logits_target - mean_v logits_v): it needs the
+    logits' sum, which the output layer has cheaper than a pass over them (`logits_sum`).
+    Two passes over the logits (log_softmax, exp) and the smoothing's subtraction, where the
+    largest logit, the sum, softmax and the largest p made four: 524 x 8,000 logits took
+    2.2 ms on two cores instead of 2.9, with the same loss and gradient."""
     eps, vocab = label_smoothing, logits.size(-1)
-    top = logits.amax(dim=-1, keepdim=True)
-    target_logits = logits.gather(1, targets.unsqueeze(1))
-    logits_sum = logits.sum()
-    p = torch.softmax(logits, dim=-1, out=logits)
-    log_normaliser = top - p.amax(dim=-1, keepdim=True).log()  # log p = logits - this
-    # -sum_v q_v log p_v, with sum_v q_v = 1
-    loss = (log_normaliser - (1 - eps) * target_logits).sum() - eps / vocab * logits_sum
+    targets = targets.unsqueeze(1)
+    loss = torch.zeros((), dtype=torch.float32, device=logits.device)
+    if eps:
+        if logits_sum is None:
+            logits_sum = logits.sum()
+        loss = eps * (logits.gather(1, targets).sum() - logits_sum / vocab)
+    log_p = torch.log_softmax(logits, dim=-1, out=logits)
+    loss = loss - log_p.gather(1, targets).sum()
+    p = log_p.exp_()
     if eps:
         p.sub_(eps / vocab)
-    return loss, p.scatter_add_(1, targets.unsqueeze(1), torch.full_like(target_logits, eps - 1))
+    return loss, p.scatter_add_(1, targets, p.new_full(targets.shape, eps - 1))
 
 
 class _OutputLoss(torch.autograd.Function):
@@ -83,6 +88,8 @@ class _OutputLoss(torch.autograd.Function):
         grad_w = torch.zeros(w.shape, dtype=torch.float32, device=h.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         step = rows_per_slice(w.size(0), h.device)
+        # the sum of a slice's logits is (the sum of its h) . (the sum of the rows of W)
+        word_sum = w.sum(0, dtype=torch.float32) if label_smoothing else None
         full_last = pads_rows(h) and h.size(0) > step  # the last slice padded: one shape
         for start in range(0, h.size(0), step):
             h_slice = h[start : start + step]
@@ -90,8 +97,10 @@ class _OutputLoss(torch.autograd.Function):
             if full_last and real < step:
                 h_slice = F.pad(h_slice, (0, 0, 0, step - real))
             logits = times_transposed(h_slice, w)[:real].float()
+            logits_sum = (h[start : start + step].sum(0, dtype=torch.float32) @ word_sum
+                          if label_smoothing else None)
             loss, grad_logits = softmax_cross_entropy(logits, y[start : start + step],
-                                                      label_smoothing)
+                                                      label_smoothing, logits_sum)
             grad_logits = grad_logits.to(dtype)
             if real < h_slice.size(0):
                 grad_logits = F.pad(grad_logits, (0, 0, 0, h_slice.size(0) - real))
