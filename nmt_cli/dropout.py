@@ -11,7 +11,7 @@ at every dropout; yet compiled steps with torch's dropout compiled in ran 7-26% 
 
 `add_dropout` is the residual connection's x + dropout(sublayer(x)) with the sum made in the
 same pass as the mask's product: on two cores a float32 training step ran 2% faster, and its
-peak memory fell by 40-70 MB (bench/RESULTS.md).
+peak memory fell by 41-70 MB (bench/RESULTS.md).
 
 `relu_dropout` is ReLU followed by dropout, the inside of the Transformer's feed-forward
 layer, as one step whose backward pass needs nothing but the output (which the next linear
