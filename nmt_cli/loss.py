@@ -65,13 +65,12 @@ def softmax_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smo
     2.2 ms on two cores instead of 2.9, with the same loss and gradient."""
     eps, vocab = label_smoothing, logits.size(-1)
     targets = targets.unsqueeze(1)
-    loss = torch.zeros((), dtype=torch.float32, device=logits.device)
-    if eps:
-        if logits_sum is None:
-            logits_sum = logits.sum()
-        loss = eps * (logits.gather(1, targets).sum() - logits_sum / vocab)
+    smoothing = 0.0
+    if eps:  # read before log_softmax overwrites the logits
+        logits_sum = logits.sum() if logits_sum is None else logits_sum
+        smoothing = eps * (logits.gather(1, targets).sum() - logits_sum / vocab)
     log_p = torch.log_softmax(logits, dim=-1, out=logits)
-    loss = loss - log_p.gather(1, targets).sum()
+    loss = smoothing - log_p.gather(1, targets).sum()
     p = log_p.exp_()
     if eps:
         p.sub_(eps / vocab)
