@@ -34,13 +34,15 @@ train: install
 # against the peers (bench.race), and the memory benchmarks (about 6 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
 # MIRROR: a local copy of Multi30k to fetch from instead of the network (default: the
 # NMT_MULTI30K_MIRROR variable; neither set: the network), e.g. make bench MIRROR=/data/multi30k.
+# BENCH_ARGS: more options of bench.all, e.g. "--parts quality" or "--resume bench/out/all-<time>".
 MIRROR ?= $(NMT_MULTI30K_MIRROR)
+BENCH_ARGS ?=
 
 bench-quick: install
-	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all --quick
+	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all --quick $(BENCH_ARGS)
 
 bench: install
-	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all
+	NMT_MULTI30K_MIRROR=$(MIRROR) $(BIN)/python -m bench.all $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

@@ -16,7 +16,15 @@ and bench/out/bench.json (bench-quick.json with --quick) holds the table and eve
 figures. A part that fails is reported in the table, the others still run, and the exit
 status is 1. Multi30k is fetched once, before the first part, into --data (see bench.common).
 
-    python -m bench.all [--quick] [--data DIR]
+The full run takes longer than many sessions at a machine, so it can be made in pieces:
+--parts runs only the parts named, and --resume FOLDER goes on in an earlier run's folder,
+keeping every part that finished there and running the others (a part cut short is run again
+from the start; what it left is moved aside to <part>.interrupted-<n>). The folder's
+parts.json records, for each part, the commit it ran at (with "-dirty" when the tree had
+changes), when it started, how long it took and its exit status; the table's heading names
+every commit the parts ran at.
+
+    python -m bench.all [--quick] [--parts NAME ...] [--resume FOLDER] [--data DIR]
 """
 
 from __future__ import annotations
@@ -51,20 +59,73 @@ COMPARISONS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": oper
 Row = tuple[str, str, str, "bool | None"]  # figure, measured, target, met
 
 
-def run_part(name: str, arguments: list[str], folder: Path, corpus: Path | None) -> dict | None:
+def commit() -> str:
+    """The commit the benchmark runs at, "-dirty" when tracked files have changed."""
+    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                          capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
+
+
+def read_record(folder: Path) -> dict:
+    """parts.json of a run's folder: whether the run is quick, and each part's record."""
+    path = folder / "parts.json"
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        sys.exit(f"error: {path}: not valid JSON ({error.msg}, line {error.lineno})")
+    if not isinstance(record, dict) or not isinstance(record.get("parts", {}), dict):
+        sys.exit(f"error: {path}: expected an object with a 'parts' object")
+    return record
+
+
+def finished(folder: Path, name: str, record: dict) -> dict | None:
+    """A part's figures when it ran to the end in `folder` (exit 0 and its JSON written)."""
+    json_file = folder / f"{name}.json"
+    if record.get("parts", {}).get(name, {}).get("exit") != 0 or not json_file.exists():
+        return None
+    return json.loads(json_file.read_text())
+
+
+def move_aside(folder: Path, name: str) -> None:
+    """What a part cut short left in `folder`, renamed so that its next run starts clean."""
+    for left in (folder / name, folder / f"{name}.json"):
+        if left.exists():
+            n = 1
+            while (aside := folder / f"{left.name}.interrupted-{n}").exists():
+                n += 1
+            left.rename(aside)
+            print(f"moved aside: {left} -> {aside.name}", flush=True)
+
+
+def run_part(name: str, arguments: list[str], folder: Path, corpus: Path | None,
+             record: dict) -> dict | None:
+    """Run one part in `folder`, writing its line of parts.json before and after."""
     json_file = folder / f"{name}.json"
     arguments = [a.format(folder=folder) for a in arguments]
     if corpus is not None:
         arguments += ["--data", str(corpus)]
     print(f"\n== bench.{name} {' '.join(arguments)}", flush=True)
+    entry = record["parts"][name] = {"commit": commit(),
+                                     "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                     "exit": None}
+    write_record(folder, record)
     started = time.perf_counter()
     status = subprocess.run([sys.executable, "-m", f"bench.{name}", *arguments,
                              "--json", str(json_file)], cwd=ROOT).returncode
     minutes = (time.perf_counter() - started) / 60
+    entry.update(exit=status, minutes=round(minutes, 1))
+    write_record(folder, record)
     print(f"== bench.{name}: exit {status} after {minutes:.1f} min", flush=True)
     if status != 0 or not json_file.exists():
         return None
     return json.loads(json_file.read_text())
+
+
+def write_record(folder: Path, record: dict) -> None:
+    temporary = folder / "parts.json.tmp"
+    temporary.write_text(json.dumps(record, indent=2) + "\n")
+    temporary.replace(folder / "parts.json")
 
 
 def judge(figure: str, measured: str, value: float, quick: bool) -> Row:
@@ -212,36 +273,90 @@ def machine() -> dict[str, str | int]:
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--quick", action="store_true", help="the speed parts, shortened")
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), metavar="NAME",
+                        help=f"run only these parts ({', '.join(PARTS)}); with --resume, "
+                             "again if they finished there")
+    parser.add_argument("--resume", type=Path, metavar="FOLDER",
+                        help="go on in an earlier run's folder (bench/out/all-<time>): keep "
+                             "the parts that finished there and run the others")
     add_data_option(parser)
     args = parser.parse_args()
-    chosen = {name: (quick if args.quick else full, reads)
-              for name, (full, quick, reads) in PARTS.items()
-              if (quick if args.quick else full) is not None}
-    corpus = multi30k_dir(args.data) if any(r for _, r in chosen.values()) else None
-    started = time.strftime("%Y%m%d-%H%M%S")
-    folder = OUT / f"all-{started}"
-    folder.mkdir(parents=True)
+    run_name = "bench-quick" if args.quick else "bench"
+    plan = {name: (quick if args.quick else full, reads)
+            for name, (full, quick, reads) in PARTS.items()
+            if (quick if args.quick else full) is not None}
+    outside = [name for name in args.parts or [] if name not in plan]
+    if outside:
+        sys.exit(f"error: --parts: {', '.join(outside)} not in {run_name} "
+                 f"(its parts: {', '.join(plan)})")
+    if args.resume is not None:
+        folder = args.resume.resolve()
+        record = read_record(folder) if folder.is_dir() else {}
+        if not record:
+            sys.exit(f"error: --resume {args.resume}: no parts.json there; not a folder that "
+                     "python -m bench.all made")
+        if bool(record.get("quick")) != args.quick:
+            kind, option = ("quick", "pass") if record.get("quick") else ("full", "leave out")
+            sys.exit(f"error: --resume {args.resume}: a {kind} run; {option} --quick to go on")
+    else:
+        started = time.strftime("%Y%m%d-%H%M%S")
+        folder = OUT / f"all-{started}"
+        folder.mkdir(parents=True)
+        record = {"quick": args.quick, "started": started, "parts": {}}
+        write_record(folder, record)
+    record.setdefault("parts", {})
     parts: dict[str, dict | None] = {}
-    for name, (arguments, reads_multi30k) in chosen.items():
-        parts[name] = run_part(name, arguments, folder, corpus if reads_multi30k else None)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()
+    to_run = []
+    for name in plan:
+        figures = finished(folder, name, record)
+        if args.parts and name in args.parts or not args.parts and figures is None:
+            to_run.append(name)
+        elif figures is not None:
+            parts[name] = figures
+            print(f"kept: bench.{name}, finished at {record['parts'][name]['commit']}",
+                  flush=True)
+    corpus = multi30k_dir(args.data) if any(plan[name][1] for name in to_run) else None
+    failed = []
+    for name in to_run:
+        move_aside(folder, name)
+        arguments, reads_multi30k = plan[name]
+        parts[name] = run_part(name, arguments, folder, corpus if reads_multi30k else None,
+                               record)
+        if parts[name] is None:
+            failed.append(name)
+    parts = {name: parts[name] for name in plan if name in parts}
+    commits = {name: record["parts"][name]["commit"] for name in parts}
     rows = headline(parts, args.quick)
     where = machine()
-    print(f"\n{'bench-quick' if args.quick else 'bench'} at {commit or '?'}, started {started}, "
+    print(f"\n{run_name} at {at_commits(commits)}, started {record.get('started', '?')}, "
           f"{where['cpu']} ({where['cores']} cores), torch {where['torch']}\n")
     print("| figure | measured | target | met |")
     print("| --- | --- | --- | --- |")
     for figure, measured, target, met in rows:
         print(f"| {figure} | {measured} | {target} | "
               f"{'-' if met is None else 'yes' if met else 'NO'} |")
-    summary = OUT / ("bench-quick.json" if args.quick else "bench.json")
+    left = [name for name in plan if finished(folder, name, record) is None]
+    summary = OUT / f"{run_name}.json"
     summary.write_text(json.dumps(
-        {"commit": commit, "started": started, "quick": args.quick, "machine": where,
+        {"commits": commits, "started": record.get("started"), "quick": args.quick,
+         "complete": not left, "machine": where,
          "table": [dict(zip(("figure", "measured", "target", "met"), row)) for row in rows],
          "parts": parts}, indent=2) + "\n")
     print(f"\nwritten: {summary} (every part's output: {folder})")
-    sys.exit(1 if any(p is None for p in parts.values()) else 0)
+    if left:
+        print(f"not finished yet: {', '.join(left)}; go on with python -m bench.all "
+              f"{'--quick ' if args.quick else ''}--resume {folder}")
+    sys.exit(1 if failed else 0)
+
+
+def at_commits(commits: dict[str, str]) -> str:
+    """'abc1234' when every part ran at one commit, else each commit with its parts."""
+    by_commit: dict[str, list[str]] = {}
+    for name, at in commits.items():
+        by_commit.setdefault(at, []).append(name)
+    if len(by_commit) <= 1:
+        return next(iter(by_commit), "?")
+    return ", ".join(f"{at} ({', '.join(names)})" for at, names in by_commit.items())
 
 
 if __name__ == "__main__":

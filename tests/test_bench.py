@@ -346,6 +346,67 @@ def test_the_race_is_won_only_ahead_of_every_peer():
         "BLEU after 20 minutes, nmt ahead of the best peer"][3]
 
 
+def test_a_full_run_goes_on_where_it_stopped_keeping_the_parts_that_finished(tmp_path,
+                                                                              monkeypatch):
+    """bench.all in pieces: a part that fails is run again by --resume, from a clean start,
+    and the parts that finished are kept; --parts runs the parts named, again if need be."""
+    import bench.all as bench_all
+
+    figures = {"translate_memory": {"lines": 100, "growth_mb": 0.5},
+               "shards_memory": {"20": {}, "2000": {}, "growth": 0.05}}
+    ran, failing = [], {"race"}
+    real_run = subprocess.run
+
+    def fake_run(command, **kwargs):
+        if command[:2] != [sys.executable, "-m"]:
+            return real_run(command, **kwargs)  # git, for the commit
+        name = command[2].removeprefix("bench.")
+        ran.append(name)
+        json_file = Path(command[command.index("--json") + 1])
+        if name in failing:  # cut short, leaving a run behind
+            (json_file.parent / name).mkdir()
+            (json_file.parent / name / "train.log").write_text("step 1\n")
+            return subprocess.CompletedProcess(command, 1)
+        json_file.write_text(json.dumps(figures.get(name, {})))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(bench_all.subprocess, "run", fake_run)
+    monkeypatch.setattr(bench_all, "OUT", tmp_path)
+    monkeypatch.setattr(bench_all, "multi30k_dir", lambda data: tmp_path)
+
+    def bench(*arguments: str) -> int | str:
+        monkeypatch.setattr(sys, "argv", ["bench.all", *arguments])
+        with pytest.raises(SystemExit) as ended:
+            bench_all.main()
+        return ended.value.code
+
+    assert bench() == 1
+    assert ran == list(bench_all.PARTS)
+    (folder,) = tmp_path.glob("all-*")
+    record = json.loads((folder / "parts.json").read_text())
+    assert {name: part["exit"] for name, part in record["parts"].items()} == {
+        name: 1 if name == "race" else 0 for name in bench_all.PARTS}
+    assert not json.loads((tmp_path / "bench.json").read_text())["complete"]
+
+    ran.clear()
+    failing.clear()
+    assert bench("--resume", str(folder)) == 0
+    assert ran == ["race"]
+    assert (folder / "race.interrupted-1" / "train.log").exists()
+    summary = json.loads((tmp_path / "bench.json").read_text())
+    assert summary["complete"] and set(summary["parts"]) == set(bench_all.PARTS)
+    assert len(set(summary["commits"].values())) == 1
+
+    ran.clear()
+    assert bench("--resume", str(folder), "--parts", "decode") == 0
+    assert ran == ["decode"]
+
+    assert "no parts.json" in bench("--resume", str(tmp_path / "elsewhere"))
+    assert "a full run; leave out --quick" in bench("--quick", "--resume", str(folder))
+    assert "quality not in bench-quick" in bench("--quick", "--parts", "quality")
+    assert ran == ["decode"]
+
+
 def test_peer_inputs_are_made_again_for_another_corpus(tmp_path):
     from bench.common import made_from
 
