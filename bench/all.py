@@ -18,8 +18,9 @@ status is 1. Multi30k is fetched once, before the first part, into --data (see b
 
 The full run takes longer than many sessions at a machine, so it can be made in pieces:
 --parts runs only the parts named, and --resume FOLDER goes on in an earlier run's folder,
-keeping every part that finished there and running the others (a part cut short is run again
-from the start; what it left is moved aside to <part>.interrupted-<n>). The folder's
+keeping every part that finished there and running the others. A part cut short is run again:
+bench.speed from its last whole round (see its --json), the others from the start, with what
+they left moved aside to <part>.interrupted-<n>. The folder's
 parts.json records, for each part, the commit it ran at (with "-dirty" when the tree had
 changes), when it started, how long it took and its exit status; the table's heading names
 every commit the parts ran at.
@@ -37,7 +38,15 @@ import sys
 import time
 from pathlib import Path
 
-from .common import OUT, ROOT, TARGETS, add_data_option, multi30k_dir, new_parser
+from .common import (
+    OUT,
+    ROOT,
+    TARGETS,
+    add_data_option,
+    commit_id,
+    multi30k_dir,
+    new_parser,
+)
 from .speed import (
     COMPILED_BY_PRECISION,
     NMT_BY_PRECISION,
@@ -57,12 +66,6 @@ PARTS = {  # module: (arguments of the full run, of the quick run or None to ski
 }
 COMPARISONS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 Row = tuple[str, str, str, "bool | None"]  # figure, measured, target, met
-
-
-def commit() -> str:
-    """The commit the benchmark runs at, "-dirty" when tracked files have changed."""
-    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
-                          capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
 
 
 def read_record(folder: Path) -> dict:
@@ -106,7 +109,7 @@ def run_part(name: str, arguments: list[str], folder: Path, corpus: Path | None,
     if corpus is not None:
         arguments += ["--data", str(corpus)]
     print(f"\n== bench.{name} {' '.join(arguments)}", flush=True)
-    entry = record["parts"][name] = {"commit": commit(),
+    entry = record["parts"][name] = {"commit": commit_id(),
                                      "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                                      "exit": None}
     write_record(folder, record)

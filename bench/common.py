@@ -93,6 +93,12 @@ TARGETS = [
 ]
 
 
+def commit_id() -> str:
+    """The commit the benchmarks run at, "-dirty" when tracked files have changed."""
+    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                          capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
+
+
 def new_parser(module: str, doc: str) -> argparse.ArgumentParser:
     """The command line parser of a benchmark module, named as it is run."""
     return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])

@@ -33,6 +33,10 @@ The other rows run once.
     python -m bench.speed [--quick] [--rounds N] [--peers joeynmt eole marian] [--data DIR]
                           [--json FILE]
 
+The full measurement takes hours, so it keeps its progress in FILE's .progress.json (each
+whole round, each row run once); run again with the same options at the same commit, it goes
+on from there. A round cut short is run again whole.
+
 Each peer is installed on first use into a virtual environment of its own under bench/out
 (torch 2.13.0 CPU beside it), as bench/peers/README.md describes.
 """
@@ -57,6 +61,7 @@ from .common import (
     OUT,
     ROOT,
     add_data_option,
+    commit_id,
     joeynmt_train_speed,
     multi30k_dir,
     new_parser,
@@ -313,20 +318,57 @@ def add_round(results: dict[str, dict], name: str, figures: dict) -> None:
     row["peak_rss_mb"] = max(row["peak_rss_mb"], figures["peak_rss_mb"])
 
 
-def measure(peers: list[str], steps: int, seconds: int, rounds: int,
-            corpus: Path) -> dict[str, dict]:
+def read_progress(progress: Path | None, settings: dict) -> dict:
+    """What an earlier measurement cut short wrote to `progress`, if it was made with the same
+    `settings`; else nothing (it starts afresh, and overwrites the file as it goes)."""
+    if progress is None or not progress.exists():
+        return {}
+    try:
+        saved = json.loads(progress.read_text())
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(saved, dict) or saved.get("settings") != settings:
+        print(f"{progress}: made with other settings or at another commit; starting afresh",
+              file=sys.stderr, flush=True)
+        return {}
+    return saved
+
+
+def measure(peers: list[str], steps: int, seconds: int, rounds: int, corpus: Path,
+            progress: Path | None = None) -> dict[str, dict]:
     """Every run: the paired ones in `rounds` rounds, each in the reverse order of the one
     before, so that a steady drift of the machine's speed weighs on both sides alike; then
-    the rows that run once. nmt's rows first, then the peers', each by name."""
-    results: dict[str, dict] = {}
+    the rows that run once. nmt's rows first, then the peers', each by name.
+
+    With `progress`, each whole round and each row run once is written there as it ends,
+    and a measurement cut short goes on from what that file holds when it was made with the
+    same settings at the same commit. A round is kept whole or not at all: its ratio compares
+    runs made one after another on one machine."""
+    settings = {"peers": sorted(peers), "steps": steps, "seconds": seconds, "rounds": rounds,
+                "corpus": str(corpus), "commit": commit_id()}
+    saved = read_progress(progress, settings)
+    results: dict[str, dict] = saved.get("results", {})
+    rounds_done = saved.get("rounds_done", 0)
+    if saved:
+        print(f"going on from {progress}: {rounds_done} of {rounds} rounds done",
+              file=sys.stderr, flush=True)
+
+    def save() -> None:
+        if progress is not None:
+            temporary = progress.with_name(progress.name + ".tmp")
+            temporary.write_text(json.dumps({"settings": settings, "rounds_done": rounds_done,
+                                             "results": results}, indent=2) + "\n")
+            temporary.replace(progress)
+
     paired = paired_runs(peers, steps, seconds, corpus)
-    for index in range(rounds):
+    for index in range(rounds_done, rounds):
         for name, run in (paired if index % 2 == 0 else paired[::-1]):
             add_round(results, name, run())
             print(f"{name}: {results[name]['rounds'][-1]:,.0f} tok/s", file=sys.stderr)
+        rounds_done = index + 1
+        save()
     once = [(f"nmt {name} ({batching} batches)", partial(run_nmt, name, steps, batching, corpus))
-            for name in NMT_REFERENCE for batching in ("nmt", "joeynmt")
-            if f"nmt {name} ({batching} batches)" not in results]
+            for name in NMT_REFERENCE for batching in ("nmt", "joeynmt")]
     once += [(f"nmt {name} (nmt batches)", partial(run_nmt, name, steps, "nmt", corpus))
              for name in COMPILED]
     if "joeynmt" in peers:
@@ -336,8 +378,11 @@ def measure(peers: list[str], steps: int, seconds: int, rounds: int,
         once.append(("marian transformer (tokens batches, fp32)",
                      partial(peer_marian.train_speed, seconds, "fp32", "tokens", corpus)))
     for name, run in once:
+        if name in results:  # measured in the rounds, or before a cut short run ended
+            continue
         results[name] = run()
         print(f"{name}: {results[name]['tokens_per_s']:,.0f} tok/s", file=sys.stderr)
+        save()
     return dict(sorted(results.items(), key=lambda item: (not item[0].startswith("nmt"),
                                                           item[0])))
 
@@ -365,10 +410,12 @@ def main() -> None:
     corpus = multi30k_dir(args.data)
     steps, seconds = (15, 150) if args.quick else (40, 360)
     rounds = args.rounds or (2 if args.quick else 3)
-    results = measure(args.peers, steps, seconds, rounds, corpus)
-    print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
+    progress = args.json.with_suffix(".progress.json")
+    results = measure(args.peers, steps, seconds, rounds, corpus, progress)
+    print_table(results)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
+    progress.unlink(missing_ok=True)
 
 
 def print_table(results: dict[str, dict]) -> None:

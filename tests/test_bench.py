@@ -302,6 +302,46 @@ def test_rounds_run_in_alternating_order_and_each_gives_a_ratio(monkeypatch, tmp
     assert list(results)[-2:] == ["eole transformer (bf16)", "eole transformer (fp32)"]
 
 
+def test_a_speed_measurement_cut_short_goes_on_from_its_last_whole_round(monkeypatch,
+                                                                          tmp_path):
+    from bench import speed
+
+    calls, stop_at = [], [6]  # cut short in the second round, after two of its runs
+
+    def measured(name: str, *args, **kwargs) -> dict:
+        if len(calls) == stop_at[0]:
+            raise KeyboardInterrupt
+        calls.append(name)
+        return {"tokens_per_s": 1000.0 + len(calls), "peak_rss_mb": 500.0}
+
+    monkeypatch.setattr(speed, "run_nmt", lambda name, steps, batching, *a: measured(
+        f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"))
+    monkeypatch.setattr(speed.peer_eole, "train_speed",
+                        lambda seconds, precision, corpus: measured(f"eole {precision}"))
+    monkeypatch.setattr(speed, "commit_id", lambda: "abc1234")
+    progress = tmp_path / "speed.progress.json"
+    with pytest.raises(KeyboardInterrupt):
+        speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
+    assert json.loads(progress.read_text())["rounds_done"] == 1
+
+    one_round = ["nmt transformer", "eole fp32", "nmt transformer-bf16", "eole bf16"]
+    first, calls[:], stop_at[0] = calls[:4], [], -1
+    results = speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
+    assert first == one_round
+    assert calls[:8] == one_round[::-1] + one_round  # rounds 2 and 3, whole, in their order
+    assert results["eole transformer (fp32)"]["rounds"] == [1002.0, 1003.0, 1006.0]
+    once = calls[8:]  # the rows run once; those measured in the rounds are not among them
+    assert "nmt transformer joeynmt" in once and "nmt transformer" not in once
+
+    # the rows run once are kept too; another setting or commit starts afresh
+    calls.clear()
+    speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
+    assert calls == []
+    monkeypatch.setattr(speed, "commit_id", lambda: "def5678")
+    speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
+    assert calls[:4] == one_round
+
+
 def test_eole_log_windows_and_config_entries():
     from bench.peer_eole import WINDOW, set_entry
 
