@@ -46,6 +46,7 @@ from .common import (
     commit_id,
     multi30k_dir,
     new_parser,
+    write_json,
 )
 from .speed import (
     COMPILED_BY_PRECISION,
@@ -112,23 +113,17 @@ def run_part(name: str, arguments: list[str], folder: Path, corpus: Path | None,
     entry = record["parts"][name] = {"commit": commit_id(),
                                      "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                                      "exit": None}
-    write_record(folder, record)
+    write_json(folder / "parts.json", record)
     started = time.perf_counter()
     status = subprocess.run([sys.executable, "-m", f"bench.{name}", *arguments,
                              "--json", str(json_file)], cwd=ROOT).returncode
     minutes = (time.perf_counter() - started) / 60
     entry.update(exit=status, minutes=round(minutes, 1))
-    write_record(folder, record)
+    write_json(folder / "parts.json", record)
     print(f"== bench.{name}: exit {status} after {minutes:.1f} min", flush=True)
     if status != 0 or not json_file.exists():
         return None
     return json.loads(json_file.read_text())
-
-
-def write_record(folder: Path, record: dict) -> None:
-    temporary = folder / "parts.json.tmp"
-    temporary.write_text(json.dumps(record, indent=2) + "\n")
-    temporary.replace(folder / "parts.json")
 
 
 def judge(figure: str, measured: str, value: float, quick: bool) -> Row:
@@ -306,7 +301,7 @@ def main() -> None:
         folder = OUT / f"all-{started}"
         folder.mkdir(parents=True)
         record = {"quick": args.quick, "started": started, "parts": {}}
-        write_record(folder, record)
+        write_json(folder / "parts.json", record)
     record.setdefault("parts", {})
     parts: dict[str, dict | None] = {}
     to_run = []
@@ -338,7 +333,7 @@ def main() -> None:
     for figure, measured, target, met in rows:
         print(f"| {figure} | {measured} | {target} | "
               f"{'-' if met is None else 'yes' if met else 'NO'} |")
-    left = [name for name in plan if finished(folder, name, record) is None]
+    left = [name for name in plan if parts.get(name) is None]
     summary = OUT / f"{run_name}.json"
     summary.write_text(json.dumps(
         {"commits": commits, "started": record.get("started"), "quick": args.quick,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import re
 import shutil
@@ -97,6 +98,16 @@ def commit_id() -> str:
     """The commit the benchmarks run at, "-dirty" when tracked files have changed."""
     return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
                           capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write `data` to `path` whole or not at all (a temporary file renamed over it), so that
+    a run cut short leaves the last complete record. nmt_cli.files does the same for nmt, but
+    importing nmt_cli sets its own settings in this process's environment, which the peers
+    started from here would inherit."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n")
+    temporary.replace(path)
 
 
 def new_parser(module: str, doc: str) -> argparse.ArgumentParser:

@@ -67,6 +67,7 @@ from .common import (
     new_parser,
     peak_rss_mb,
     two_threads_env,
+    write_json,
 )
 
 
@@ -355,10 +356,8 @@ def measure(peers: list[str], steps: int, seconds: int, rounds: int, corpus: Pat
 
     def save() -> None:
         if progress is not None:
-            temporary = progress.with_name(progress.name + ".tmp")
-            temporary.write_text(json.dumps({"settings": settings, "rounds_done": rounds_done,
-                                             "results": results}, indent=2) + "\n")
-            temporary.replace(progress)
+            write_json(progress, {"settings": settings, "rounds_done": rounds_done,
+                                  "results": results})
 
     paired = paired_runs(peers, steps, seconds, corpus)
     for index in range(rounds_done, rounds):
