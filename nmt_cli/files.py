@@ -1,7 +1,9 @@
 """Atomic file writes: a reader sees the old file or the new one, never half of one.
 
 Each write goes to a temporary file in the same directory, is flushed and fsync'ed, then
-renamed over the target (rename is atomic within one filesystem).
+renamed over the target (rename is atomic within one filesystem). A second Ctrl-C that lands
+during a write stops training once the write is done (stopping.whole_files), so no temporary
+file is left behind.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .stopping import whole_files
+
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Call `write(tmp_path)` to fill a temporary file, then move it onto `path`."""
-    path = Path(path)
+    with whole_files():
+        _write_and_replace(Path(path), write)
+
+
+def _write_and_replace(path: Path, write: Callable[[str], None]) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:  # named by the file asked for, not the temporary one

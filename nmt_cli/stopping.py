@@ -1,6 +1,7 @@
 """Stopping on a signal: the first SIGINT/SIGTERM asks training to stop after its current step
-(it then saves and exits); a second one stops at once; once a run is stopping, further signals
-are ignored so that none interrupts the exit itself."""
+(it then saves and exits); a second one stops at once, except that a file being written is
+finished first (see `whole_files`); once a run is stopping, further signals are ignored so that
+none interrupts the exit itself."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_writing = 0  # files being written on the main thread (whole_files blocks entered)
+_held = False  # a stop-at-once that arrived while one was being written
 
 
 class TrainingInterrupted(Exception):
@@ -31,9 +34,13 @@ def stop_signals() -> Iterator[list[int]]:
     received: list[int] = []
 
     def handler(signum, frame):
-        if received:
+        global _held
+        if not received:
+            received.append(signum)
+        elif _writing:
+            _held = True
+        else:
             raise KeyboardInterrupt
-        received.append(signum)
 
     previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
@@ -41,6 +48,25 @@ def stop_signals() -> Iterator[list[int]]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+@contextmanager
+def whole_files() -> Iterator[None]:
+    """Hold a stop-at-once until the block ends: a file is written whole or not at all, and
+    its temporary file is removed either way. Blocks may nest; only the main thread, where
+    signal handlers run, holds."""
+    global _writing, _held
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _writing += 1
+    try:
+        yield
+    finally:
+        _writing -= 1
+        if _held and not _writing:
+            _held = False
+            raise KeyboardInterrupt
 
 
 def ignore_stop_signals() -> None:

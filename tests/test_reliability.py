@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,9 +19,10 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from nmt_cli import checkpoint
+from nmt_cli import checkpoint, files
 from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
+from nmt_cli.stopping import stop_signals
 from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
 
 from conftest import read_sample, write_corpus
@@ -183,6 +185,37 @@ def test_second_ctrl_c_stops_at_once_and_leaves_a_loadable_run(corpus, tmp_path)
     assert process.returncode == 130 and "Traceback" not in stderr
     checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
     assert not list(run_dir.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("moment", ["while the file is written", "once its temporary file exists"])
+def test_a_second_ctrl_c_during_a_write_stops_once_the_file_is_whole(tmp_path, monkeypatch,
+                                                                      moment):
+    """The second Ctrl-C is held until the file being written is whole, then stops at once:
+    the new file is in place and no temporary file is left (wherever the signal lands)."""
+    target, ctrl_c = tmp_path / "state.bin", lambda: signal.raise_signal(signal.SIGINT)
+    if moment == "once its temporary file exists":
+        make_temporary = tempfile.mkstemp
+
+        def mkstemp(**names):
+            made = make_temporary(**names)
+            ctrl_c()
+            return made
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+    def write(tmp: str) -> None:
+        if moment == "while the file is written":
+            ctrl_c()
+        Path(tmp).write_bytes(b"whole")
+
+    with stop_signals() as received:
+        ctrl_c()
+        assert received == [signal.SIGINT]  # the first one: stop after the current step
+        with pytest.raises(KeyboardInterrupt):
+            files.atomic_write(target, write)
+        monkeypatch.undo()  # the next write, with no signal, is not held up
+        files.atomic_write(tmp_path / "next.bin", lambda tmp: Path(tmp).write_bytes(b"next"))
+    assert target.read_bytes() == b"whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["next.bin", "state.bin"]
 
 
 def saved_step(run_dir: Path) -> int:
