@@ -100,6 +100,21 @@ def commit_id() -> str:
                           capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
 
 
+# What a benchmark measures: the code and its dependencies, not the notes beside them.
+MEASURED = ("nmt_cli", "bench", "pyproject.toml", ":(exclude)bench/*.md")
+
+
+def measured_code(root: Path = ROOT) -> str:
+    """The last commit that changed what the benchmarks measure (MEASURED), "-dirty" when
+    that has changes not committed. A commit that only records figures leaves it as it was,
+    so a measurement cut short can go on after one."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args, "--", *MEASURED], capture_output=True, text=True,
+                              cwd=root).stdout.strip()
+    last = git("log", "-1", "--format=%h", "--abbrev=7") or "?"
+    return last + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def write_json(path: Path, data: object) -> None:
     """Write `data` to `path` whole or not at all (a temporary file renamed over it), so that
     a run cut short leaves the last complete record. nmt_cli.files does the same for nmt, but

@@ -34,8 +34,9 @@ The other rows run once.
                           [--json FILE]
 
 The full measurement takes hours, so it keeps its progress in FILE's .progress.json (each
-whole round, each row run once); run again with the same options at the same commit, it goes
-on from there. A round cut short is run again whole.
+whole round, each row run once); run again with the same options and the same code (a commit
+that only records figures keeps it), it goes on from there. A round cut short is run again
+whole.
 
 Each peer is installed on first use into a virtual environment of its own under bench/out
 (torch 2.13.0 CPU beside it), as bench/peers/README.md describes.
@@ -61,8 +62,8 @@ from .common import (
     OUT,
     ROOT,
     add_data_option,
-    commit_id,
     joeynmt_train_speed,
+    measured_code,
     multi30k_dir,
     new_parser,
     peak_rss_mb,
@@ -329,7 +330,7 @@ def read_progress(progress: Path | None, settings: dict) -> dict:
     except json.JSONDecodeError:
         return {}
     if not isinstance(saved, dict) or saved.get("settings") != settings:
-        print(f"{progress}: made with other settings or at another commit; starting afresh",
+        print(f"{progress}: made with other settings or other code; starting afresh",
               file=sys.stderr, flush=True)
         return {}
     return saved
@@ -343,10 +344,10 @@ def measure(peers: list[str], steps: int, seconds: int, rounds: int, corpus: Pat
 
     With `progress`, each whole round and each row run once is written there as it ends,
     and a measurement cut short goes on from what that file holds when it was made with the
-    same settings at the same commit. A round is kept whole or not at all: its ratio compares
-    runs made one after another on one machine."""
+    same settings and the same code (common.measured_code). A round is kept whole or not at
+    all: its ratio compares runs made one after another on one machine."""
     settings = {"peers": sorted(peers), "steps": steps, "seconds": seconds, "rounds": rounds,
-                "corpus": str(corpus), "commit": commit_id()}
+                "corpus": str(corpus), "code": measured_code()}
     saved = read_progress(progress, settings)
     results: dict[str, dict] = saved.get("results", {})
     rounds_done = saved.get("rounds_done", 0)

@@ -318,7 +318,7 @@ def test_a_speed_measurement_cut_short_goes_on_from_its_last_whole_round(monkeyp
         f"nmt {name}" if batching == "nmt" else f"nmt {name} {batching}"))
     monkeypatch.setattr(speed.peer_eole, "train_speed",
                         lambda seconds, precision, corpus: measured(f"eole {precision}"))
-    monkeypatch.setattr(speed, "commit_id", lambda: "abc1234")
+    monkeypatch.setattr(speed, "measured_code", lambda: "abc1234")
     progress = tmp_path / "speed.progress.json"
     with pytest.raises(KeyboardInterrupt):
         speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
@@ -333,13 +333,43 @@ def test_a_speed_measurement_cut_short_goes_on_from_its_last_whole_round(monkeyp
     once = calls[8:]  # the rows run once; those measured in the rounds are not among them
     assert "nmt transformer joeynmt" in once and "nmt transformer" not in once
 
-    # the rows run once are kept too; another setting or commit starts afresh
+    # the rows run once are kept too; another setting or other code starts afresh
     calls.clear()
     speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
     assert calls == []
-    monkeypatch.setattr(speed, "commit_id", lambda: "def5678")
+    monkeypatch.setattr(speed, "measured_code", lambda: "def5678")
     speed.measure(["eole"], 15, 150, 3, tmp_path, progress)
     assert calls[:4] == one_round
+
+
+def test_the_measured_code_changes_with_the_code_not_with_the_figures(tmp_path):
+    """A measurement cut short goes on after a commit that only records figures, and starts
+    afresh after one that changes what it measures (or with changes not committed)."""
+    from bench import common
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=n", "-c", "user.email=n@n", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    def commit(path: str, text: str) -> None:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+        git("add", path)
+        git("commit", "-q", "-m", path)
+
+    git("init", "-q")
+    commit("nmt_cli/model.py", "one")
+    commit("bench/RESULTS.md", "figures")
+    code = common.measured_code(tmp_path)
+    assert len(code) == 7 and common.measured_code(ROOT) != "?"
+    commit("bench/RESULTS.md", "more figures")
+    commit("README.md", "a note")
+    assert common.measured_code(tmp_path) == code
+    (tmp_path / "bench" / "speed.py").write_text("changed")
+    git("add", "bench/speed.py")
+    assert common.measured_code(tmp_path) == code + "-dirty"
+    git("commit", "-q", "-m", "speed")
+    assert common.measured_code(tmp_path) not in (code, code + "-dirty")
 
 
 def test_eole_log_windows_and_config_entries():
