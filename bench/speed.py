@@ -414,7 +414,7 @@ def main() -> None:
     progress = args.json.with_suffix(".progress.json")
     results = measure(args.peers, steps, seconds, rounds, corpus, progress)
     print_table(results)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.json, results)
     progress.unlink(missing_ok=True)
 
 

@@ -52,9 +52,9 @@ def stop_signals() -> Iterator[list[int]]:
 
 @contextmanager
 def whole_files() -> Iterator[None]:
-    """Hold a stop-at-once until the block ends: a file is written whole or not at all, and
-    its temporary file is removed either way. Blocks may nest; only the main thread, where
-    signal handlers run, holds."""
+    """Hold a stop-at-once (a second signal) until the block ends, then raise it: atomic_write
+    runs in one, so that it finishes its file and leaves no temporary one. Only the main
+    thread, where signal handlers run, holds."""
     global _writing, _held
     if threading.current_thread() is not threading.main_thread():
         yield
