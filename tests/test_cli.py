@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import typer.main
 from typer.testing import CliRunner
 
 from nmt_cli.cli import app
@@ -172,6 +173,21 @@ def test_real_entry_point_reports_errors_without_traceback(tmp_path):
 def test_version():
     result = nmt("--version")
     assert result.returncode == 0 and result.stdout.startswith("nmt ")
+
+
+def test_every_command_sums_itself_up_in_one_line():
+    """`nmt --help` lists each command by the first paragraph of its help; a line break there
+    breaks the listing mid-sentence."""
+    def commands(group, prefix=""):
+        for name, command in getattr(group, "commands", {}).items():
+            yield prefix + name, command
+            yield from commands(command, prefix + name + " ")
+
+    found = dict(commands(typer.main.get_command(app)))
+    assert {"train", "translate", "compare", "export", "serve", "data prepare"} <= set(found)
+    for name, command in found.items():
+        summary = (command.help or "").split("\n\n")[0]
+        assert summary and "\n" not in summary, f"nmt {name}: {summary!r}"
 
 
 def test_eval_rejects_contradictory_files(tmp_path):

@@ -41,8 +41,10 @@ def compare_command(
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = DEFAULT_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
-    """Compare systems on one test set: BLEU and chrF with 95% confidence intervals, and
-    the p-value of each system against the first (sacreBLEU's paired tests)."""
+    """Compare systems on one test set: BLEU and chrF with 95% confidence intervals.
+
+    Each system after the first gets the p-value of its difference from the first
+    (sacreBLEU's paired tests)."""
     if ref is None:
         raise UserError("--ref is required: the reference translations")
     if len(systems or []) < 2:

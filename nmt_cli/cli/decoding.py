@@ -65,8 +65,9 @@ def translate(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
     engine: EngineOption = TORCH,
 ):
-    """Translate text, a file, or stdin (one line out for each line in; with --nbest K,
-    K hypotheses per line)."""
+    """Translate text, a file, or stdin: one line out for each line in.
+
+    With --nbest K, K hypotheses for each line in."""
     check_nbest(nbest, decode.beam)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")

@@ -34,6 +34,7 @@ def export(
                      ] = False,
 ):
     """Export a Transformer run for another inference engine; prints the directory written.
+
     Translate with it by `nmt translate --engine ctranslate2 --run DIR`."""
     from ..ct2 import EXPORT_DIR, import_ctranslate2
 
