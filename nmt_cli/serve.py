@@ -17,6 +17,7 @@ import asyncio
 import signal
 import socket
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from .batching import Batcher
+from .batching import Batcher, decoding_thread
 from .config import DecodeConfig
 from .errors import UserError
 from .service import (
@@ -51,10 +52,13 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     # was there before it: with the default one the process would die of it. Before uvicorn
     # runs (while the model loads), SIGTERM ends the process at once, also with status 0.
     signal.signal(signal.SIGTERM, exit_cleanly)
-    # as `nmt translate --engine` loads it: a run, or a CTranslate2 export of one
-    engine = load_engine(settings.engine, run_dir, decode.device, quantize, decode.precision)
+    # as `nmt translate --engine` loads it: a run, or a CTranslate2 export of one; on the
+    # thread that will decode with it, the one thread that runs PyTorch (batching.py)
+    thread = decoding_thread()
+    engine = thread.submit(load_engine, settings.engine, run_dir, decode.device, quantize,
+                           decode.precision).result()
     info = run_info(run_dir, engine.run_dir, settings, decode)
-    app = create_app(engine, info, settings, decode)
+    app = create_app(engine, info, settings, decode, thread)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))
     say(f"serving {run_dir} on {url(listener)} (POST /translate, GET /health, GET /info)")
@@ -66,9 +70,11 @@ def exit_cleanly(signum: int, frame: Any) -> None:
 
 
 def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
-               decode: DecodeConfig) -> FastAPI:
-    """The application: its routes, its error answers, and the batching worker it starts."""
-    batcher = Batcher(engine.translate_nbest, decode.batch_size, settings.max_wait_ms / 1000)
+               decode: DecodeConfig, thread: ThreadPoolExecutor | None = None) -> FastAPI:
+    """The application: its routes, its error answers, and the batching worker it starts,
+    which decodes on `thread` (default: a new decoding_thread())."""
+    batcher = Batcher(engine.translate_nbest, decode.batch_size, settings.max_wait_ms / 1000,
+                      thread)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -133,10 +139,16 @@ def listening_socket(host: str, port: int) -> socket.socket:
     """A socket listening on host:port (port 0: a free one), or a one-line error."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family, backlog=MAX_CONNECTIONS)
+        listener = socket.create_server((host, port), family=family, backlog=MAX_CONNECTIONS)
     except OSError as e:  # taken, not ours, or no such host
         raise UserError(f"--host {host} --port {port}: cannot listen there "
                         f"({e.strerror or e})") from None
+    # Answers go out at once (TCP_NODELAY; each connection accepted inherits it). asyncio
+    # would set it, but only on sockets made with the protocol named, which create_server's
+    # are not: without it, every answer after a connection's first waited about 40 ms, its
+    # body held back until the client acknowledged its headers, which clients delay.
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return listener
 
 
 def url(listener: socket.socket) -> str:

@@ -294,6 +294,46 @@ def test_serve_on_a_taken_port_fails_in_one_line(run_dir):
     assert result.output.startswith(f"error: --host 127.0.0.1 --port {port}: cannot listen")
 
 
+def test_connections_send_answers_without_waiting_for_acknowledgements():
+    """Nagle's algorithm is off (TCP_NODELAY) on every connection the server accepts: with it
+    on, each answer after a connection's first waited about 40 ms."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from nmt_cli.serve import listening_socket
+
+    with (listening_socket("127.0.0.1", 0) as listener,
+          socket.create_connection(listener.getsockname()[:2])):
+        accepted, _ = listener.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+def test_the_model_is_loaded_on_the_thread_that_decodes(run_dir, monkeypatch):
+    """The server runs PyTorch on one thread only (why: nmt_cli/batching.py)."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from nmt_cli import serve as serving
+    from nmt_cli.service import ServeConfig
+
+    threads, load_engine = {}, serving.load_engine
+
+    def load(*args):
+        threads["loads"] = threading.current_thread()
+        return load_engine(*args)
+
+    def create_app(engine, info, settings, decode, thread):
+        threads["decodes"] = thread.submit(threading.current_thread).result()
+        raise KeyboardInterrupt  # stop before uvicorn starts
+
+    monkeypatch.setattr(serving, "load_engine", load)
+    monkeypatch.setattr(serving, "create_app", create_app)
+    monkeypatch.setattr(serving, "listening_socket", lambda host, port: None)
+    monkeypatch.setattr(serving.signal, "signal", lambda *args: None)
+    with pytest.raises(KeyboardInterrupt):
+        serving.serve(run_dir, ServeConfig(), DecodeConfig(device="cpu"), "none", print)
+    assert threads["loads"] is threads["decodes"] is not threading.main_thread()
+
+
 # The batching worker alone, with a decoder that records its calls.
 
 def recording_decoder(calls: list):
