@@ -5,10 +5,9 @@ The run (default bench/out/bottleneck/transformer, the 5-minute Multi30k Transfo
 bench.bottleneck) is exported in float32 and in int8 (`nmt export`, into --out).
 test_2016_flickr is translated by each engine, greedy and beam 5, with the same decoding
 options (64 sentences a batch, output limit 1.5 x source + 10, alpha 1) and 2 threads. Each
-engine runs in a process of its own, as `nmt translate` would: in a process that has run
-PyTorch's multi-threaded kernels, CTranslate2 decoded at about half its speed (each brings its
-own OpenMP runtime). Speed is sentences/s of the decoding alone (model loaded, warmed up on one
-batch), the best of --repeats rounds in which the engines take turns. Line agreement and BLEU
+engine runs in a process of its own, as `nmt translate` would (each brings its own OpenMP
+runtime). Speed is sentences/s of the decoding alone (model loaded, warmed up on one batch),
+the best of --repeats rounds in which the engines take turns. Line agreement and BLEU
 (sacreBLEU, as `nmt eval`) come from the first round.
 
     python -m bench.ct2 [--run DIR] [--quick] [--repeats N] [--data DIR] [--out DIR]

@@ -244,8 +244,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.schedule": "constant", "train.max_steps": 1000, "train.validate_every": 250,
     },
     # Multi30k: the reference Transformer of bench/peers (the defaults above, 7.6M parameters)
-    # with the settings above, and dropout 0.2 for the ~25 epochs of 60 minutes (chosen on val
-    # in 60-minute runs: bench/RESULTS.md).
+    # with the settings above, and dropout 0.2 for the 25-50 epochs that 60 minutes hold on two
+    # CPU cores (chosen on val in 60-minute runs: bench/RESULTS.md).
     "multi30k-transformer": {**MULTI30K_TRANSFORMER, "model.dropout": 0.2,
                              "train.max_time": 3600.0},
     # The same for 20 minutes: in their first 20 minutes, dropout 0.1 validates higher, and so
@@ -253,7 +253,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "multi30k-transformer-20m": {**MULTI30K_TRANSFORMER, "model.dropout": 0.1,
                                  "train.weight_decay": 0.3, "train.max_time": 1200.0},
     # Multi30k: the reference GRU of bench/peers (bidirectional encoder, Bahdanau attention
-    # with input feeding, 256 wide, about 4M parameters) with more dropout for the ~30 epochs
+    # with input feeding, 256 wide, about 4M parameters) with more dropout for the 23-46 epochs
     # that fit in 60 minutes on two CPU cores, a rate of 2e-3 halved when validation BLEU
     # stalls, and an EMA of the weights (both chosen on val in 20-minute runs: bench/RESULTS.md).
     "multi30k-gru": {

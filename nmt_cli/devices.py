@@ -109,7 +109,7 @@ def onednn_float32() -> bool:
     """Whether float32 products on this CPU go through oneDNN instead of MKL: on AMD CPUs. torch
     calls MKL for float32 products on x86; on a 2-core AMD EPYC, whose MKL log names no AVX-512
     code path, oneDNN (which torch ships for its bf16 products) ran the forward and input-
-    gradient products of a Transformer step 1.1-1.8x faster, and the step 6% faster; MKL stays
+    gradient products of a Transformer step 1.2-1.8x faster, and the step 6% faster; MKL stays
     faster for weight gradients (bench/RESULTS.md). Other CPUs keep MKL: only this was measured."""
     if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn,
                                                                 "_linear_pointwise"):
