@@ -29,7 +29,7 @@ train: install
 # bench/out), run by `python -m bench.all`: each part's table, then one table of figures
 # against targets, and bench/out/bench.json (bench-quick.json).
 # bench-quick: training speed against JoeyNMT, eole and MarianMT, decoding speed against
-# JoeyNMT (about 45 minutes on 2 cores).
+# JoeyNMT (about 47 minutes on 2 cores).
 # bench: those in full, the 60-minute quality run of each Multi30k preset, the 20-minute race
 # against the peers (bench.race), and the memory benchmarks (about 6 hours on 2 cores). bench/gpu.sh is the GPU benchmark.
 # MIRROR: a local copy of Multi30k to fetch from instead of the network (default: the
