@@ -24,8 +24,9 @@ def package_namespace() -> dict[str, object]:
     """The functions, classes and constants that nmt_cli's modules define (not import)."""
     names: dict[str, object] = {}
     for module in pkgutil.walk_packages(nmt_cli.__path__, "nmt_cli."):
-        if module.name.startswith(("nmt_cli.__main__", "nmt_cli.cli", "nmt_cli.serve")):
-            continue  # the command line and the server's extra: no idea lives there
+        if module.name.startswith(("nmt_cli.__main__", "nmt_cli.cli", "nmt_cli.serve",
+                                   "nmt_cli.ct2_export")):
+            continue  # the command line and the modules of extras: no idea lives there
         names.update((name, value) for name, value
                      in vars(importlib.import_module(module.name)).items()
                      if not inspect.ismodule(value)
