@@ -12,9 +12,10 @@ That thread is the only one in the server that runs PyTorch: the model is loaded
 (`decoding_thread`). PyTorch's CPU kernels share work with threads of an OpenMP pool that
 belongs to the thread calling them. Once a second thread had run such work, each had a pool,
 the pools together outnumbered the cores, and the OpenMP runtime then lets a waiting pool
-thread sleep almost at once instead of spinning: every small operation of a decoding step paid for
-waking it. With the model loaded on the main thread and decoded on this one, a layer norm of
-5 rows took 80 us instead of 5, and a one-sentence request 75 ms instead of 27 (2 cores).
+thread sleep almost at once instead of spinning: every small operation of a decoding step
+paid for waking it. With the model loaded on the main thread and decoded on this one, a
+layer norm of 5 rows took 80 us instead of 5, and a one-sentence request 75 ms instead of 27
+(2 cores).
 """
 
 from __future__ import annotations

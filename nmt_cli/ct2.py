@@ -138,20 +138,26 @@ class CTranslate2Translator(Engine):
         again: dict[int, list[int]] = {}
         batches = [rows[start : start + config.batch_size]
                    for start in range(0, len(rows), config.batch_size)]
-        pending = [self.decode(src_ids, batch, config, limits) for batch in batches]
-        for batch, results in zip(batches, pending):  # all submitted, so decoded in parallel
+        for batch, results in self.decode_all(src_ids, batches, config, limits):
             longest = max(limits[i] for i in batch)
-            for i, result in zip(batch, (result.result() for result in results)):
+            for i, result in zip(batch, results):
                 if (config.beam > 1 and limits[i] < longest
                         and max(map(len, result.hypotheses)) >= limits[i]):
                     again.setdefault(limits[i], []).append(i)
                 else:
                     found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
-        for group, results in [(group, self.decode(src_ids, group, config, limits))
-                               for group in again.values()]:
-            for i, result in zip(group, (result.result() for result in results)):
+        for group, results in self.decode_all(src_ids, list(again.values()), config, limits):
+            for i, result in zip(group, results):
                 found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
         return found
+
+    def decode_all(self, src_ids: list[list[int]], groups: list[list[int]],
+                   config: DecodeConfig, limits: dict[int, int]):
+        """Each group of rows with CTranslate2's results for it. Every group is submitted
+        before any is waited for, so that CTranslate2's threads decode them side by side."""
+        pending = [self.decode(src_ids, group, config, limits) for group in groups]
+        for group, results in zip(groups, pending):
+            yield group, [result.result() for result in results]
 
     def decode(self, src_ids: list[list[int]], rows: list[int], config: DecodeConfig,
                limits: dict[int, int]) -> list:
