@@ -111,6 +111,9 @@ class TrainConfig:
     # model.safetensors, early stopping and the plateau schedule follow the trained weights
     # alone; `nmt average RUN --ema` makes the EMA a run directory of its own. 0: off
     ema_decay: float = 0.0
+    # Fine-tuning: a run directory whose best weights and tokenizer a new run starts from
+    # (finetune.py); "": random weights and a tokenizer trained on this corpus
+    finetune_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -406,17 +409,18 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
                    options: dict[str, Any] | None = None) -> Config:
     """The configuration of a new run. Later sources win: the preset (default: the one named
     after the model.arch option, else DEFAULT_PRESET), then the TOML file, then `--set`,
-    then the options. A relative data directory is made absolute, so the run's config.json
-    still finds it from elsewhere."""
+    then the options. Relative data and fine-tuning directories are made absolute, so the run's
+    config.json still finds them from elsewhere."""
     arch = (options or {}).get("model.arch")
     config = preset(preset_name if preset_name is not None else arch or DEFAULT_PRESET)
     if config_file is not None:
         with in_file(config_file):
             config = apply_overrides(config, load_toml(config_file))
     config = apply_overrides(config, command_line_overrides(settings, options))
-    if config.data.data_dir:
-        config = apply_overrides(config, {
-            "data.data_dir": str(Path(config.data.data_dir).resolve())})
+    for key, path in (("data.data_dir", config.data.data_dir),
+                      ("train.finetune_from", config.train.finetune_from)):
+        if path:
+            config = apply_overrides(config, {key: str(Path(path).resolve())})
     return config
 
 

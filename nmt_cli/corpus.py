@@ -1,9 +1,10 @@
 """The corpus a training run reads: one place that knows plain text from prepared corpora.
 
 A plain corpus folder holds SPLIT.LANG[.gz] text: a new run trains its tokenizer on the
-training text and encodes it in memory. A folder made by `nmt data prepare` holds a tokenizer
-and the training pairs as id files (prepared.py), read a batch at a time. Either way the
-validation set is read as text, since validation scores detokenized translations.
+training text (a fine-tuning run takes its parent's) and encodes it in memory. A folder made
+by `nmt data prepare` holds a tokenizer and the training pairs as id files (prepared.py), read
+a batch at a time. Either way the validation set is read as text, since validation scores
+detokenized translations.
 
 Under subword regularization (tokenizer.sampling_alpha) each epoch reads the plain training text
 segmented anew, a draw of its own that the seed and the epoch fix (so a resumed run reads the
@@ -23,7 +24,7 @@ from .config import Config, TokenizerConfig
 from .data import EncodedText, ParallelText, corpus_dir, encode_parallel, fits, load_split
 from .distributed import World
 from .errors import UserError
-from .tokenizer import Tokenizer
+from .tokenizer import Tokenizer, copy_tokenizer
 
 
 @dataclass
@@ -64,9 +65,11 @@ class TrainingCorpus:
 
 
 def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: bool,
-                         report: Callable[[str], None]) -> TrainingCorpus:
-    """Read the corpus of `config.data`. A new run's tokenizer is trained (or, for a prepared
-    corpus, copied) into `run_dir` by rank 0; every rank then loads it from there."""
+                         report: Callable[[str], None], parent: Path | None = None
+                         ) -> TrainingCorpus:
+    """Read the corpus of `config.data`. A new run's tokenizer is trained into `run_dir` by
+    rank 0, or copied there: from a prepared corpus, or from the `parent` run it fine-tunes
+    (finetune.py). Every rank then loads it from there."""
     data = config.data
     folder = corpus_dir(data.data_dir)
     is_prepared = prepared.is_prepared(folder)
@@ -81,8 +84,8 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
             report(f"tokenizer: {folder} was prepared with {', '.join(changed)}; the run "
                    "takes its tokenizer, and those settings")
     if new_run and world.is_main:  # the other ranks load what rank 0 made
-        if is_prepared:
-            prepared.copy_tokenizer(folder, run_dir)
+        if is_prepared or parent is not None:
+            copy_tokenizer(folder if is_prepared else parent, run_dir)
         else:
             Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir)
     world.barrier()

@@ -1,7 +1,7 @@
 """Corpora larger than memory: training pairs tokenized once into binary files of token ids.
 
-`nmt data prepare --data DIR --out OUT` trains the tokenizer, then encodes DIR's training pairs
-a chunk at a time into OUT:
+`nmt data prepare --data DIR --out OUT` trains the tokenizer (or, with `--tokenizer RUN`, takes
+that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a time into OUT:
 
     spm.model (or spm.src.model, spm.tgt.model)   the tokenizer
     train.src.bin, train.tgt.bin    the ids of every kept sentence, back to back (NumPy uint16,
@@ -35,7 +35,7 @@ from .config import Config, TokenizerConfig, apply_overrides
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError, in_file
 from .files import atomic_write
-from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE, Tokenizer
+from .tokenizer import Tokenizer, copy_tokenizer
 
 PREPARED = "prepared.json"
 INDEX = "train.index.bin"
@@ -185,12 +185,6 @@ def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str
     return adopted, changed
 
 
-def copy_tokenizer(data_dir: Path, run_dir: Path) -> None:
-    for name in (JOINT_FILE, SRC_FILE, TGT_FILE):
-        if (Path(data_dir) / name).is_file():
-            shutil.copyfile(Path(data_dir) / name, Path(run_dir) / name)
-
-
 def read_pairs(src_path: Path, tgt_path: Path):
     """(src, tgt) lines in step; a line-count mismatch is an error naming both files."""
     missing = object()
@@ -217,8 +211,10 @@ def sample_pairs(src_path: Path, tgt_path: Path, limit: int, seed: int) -> Paral
 
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
             tokenizer_config: TokenizerConfig, max_len: int, seed: int = 1,
-            sample: int = TOKENIZER_SAMPLE) -> dict:
-    """Tokenize `data_dir`'s training pairs into `out_dir` (see the module docstring)."""
+            sample: int = TOKENIZER_SAMPLE, tokenizer_from: Path | None = None) -> dict:
+    """Tokenize `data_dir`'s training pairs into `out_dir` (see the module docstring), with a
+    tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
+    `tokenizer_config`), e.g. to fine-tune that run on them."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     src_path = find_split_file(data_dir, "train", src_lang)
     tgt_path = find_split_file(data_dir, "train", tgt_lang)
@@ -227,9 +223,13 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
-    text = sample_pairs(src_path, tgt_path, sample, seed)
-    tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir)
-    del text
+    if tokenizer_from is None:
+        text = sample_pairs(src_path, tgt_path, sample, seed)
+        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir)
+        del text
+    else:
+        copy_tokenizer(tokenizer_from, out_dir)
+        tokenizer = Tokenizer.load(out_dir)
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
     counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len,

@@ -23,6 +23,18 @@ from .special_tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
 
 
+def tokenizer_files(folder: Path) -> dict[str, bytes]:
+    """The SentencePiece model files in `folder`, by name: equal files, equal tokenizers."""
+    paths = [Path(folder) / name for name in (JOINT_FILE, SRC_FILE, TGT_FILE)]
+    return {path.name: path.read_bytes() for path in paths if path.is_file()}
+
+
+def copy_tokenizer(from_dir: Path, to_dir: Path) -> None:
+    """Give `to_dir` the tokenizer of `from_dir` (a run or a prepared corpus)."""
+    for name, model in tokenizer_files(from_dir).items():
+        atomic_write_bytes(Path(to_dir) / name, model)
+
+
 def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig) -> bytes:
     """Train one SentencePiece model on `lines` and return its serialized bytes."""
     model = io.BytesIO()

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import averaging, checkpoint, distributed
+from . import averaging, checkpoint, distributed, finetune
 from .checkpoint import new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
@@ -48,8 +48,13 @@ class Trainer:
         self.config, self.run_dir = config, run_dir
         self.emit = on_event if self.world.is_main else (lambda event: None)
         seed_everything(config.train.seed)
+        parent = finetune.parent_of(config) if state is None else None  # resumed: in its state
+        if parent is not None:
+            config, changed = finetune.adopt_parent(config, parent)
+            self.emit(info(f"fine-tuning {parent}: from its weights and tokenizer"
+                           + (f"; its settings {', '.join(changed)}" if changed else "")))
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
-                                           lambda message: self.emit(info(message)))
+                                           lambda message: self.emit(info(message)), parent)
         config = self.config = replace(config, tokenizer=self.corpus.tokenizer_config)
         tokenizer = self.corpus.tokenizer
         if self.world.is_main:
@@ -59,7 +64,9 @@ class Trainer:
         fast_kernels(self.device)
         if self.device.type == "cpu":
             keep_freed_memory()
-        if state is None:  # a resumed run has its embeddings in its state
+        if parent is not None:
+            finetune.load_parent_weights(self.model, parent)
+        elif state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, tokenizer, config.model):
                 self.emit(info(message))
         self.averages = averaging.Averages(self.model, config.train, state)  # before compiling
@@ -161,7 +168,9 @@ class Trainer:
 
     def loop(self, received: list[int]) -> None:
         p, t, speed = self.progress, self.config.train, TokenRate()
-        if p.at_start:
+        if p.at_start and t.finetune_from and p.validated_at < 0:
+            self.validate_and_save()  # the parent's BLEU on this validation set: the mark to beat
+        elif p.at_start:
             self.save(best=False)  # from here on, a stopped run can always be resumed
         elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
             return  # it was stopped at a step due for validation: that validation comes first

@@ -17,7 +17,7 @@ from nmt_cli.cli import app
 from nmt_cli.config import DecodeConfig
 from nmt_cli.translate import Translator
 
-from conftest import write_corpus
+from conftest import read_sample, write_corpus
 
 TINY_SETTINGS = ["--set", "model.d_model=32", "--set", "model.d_ff=64",
                  "--set", "model.num_encoder_layers=1", "--set", "model.num_decoder_layers=1",
@@ -292,3 +292,67 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
     one_line_error(invoke("train", "--data", str(empty), "--run", str(run)),
                    "no usable training pairs")
     assert not run.exists()
+
+
+def metrics(run: Path, kind: str) -> list[dict]:
+    records = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    return [r for r in records if r["kind"] == kind]
+
+
+def test_finetuning_starts_from_the_parent_and_resumes_without_it(trained_run, tmp_path):
+    parent, child = tmp_path / "parent", tmp_path / "child"
+    shutil.copytree(trained_run, parent)
+    # new training pairs, on which a tokenizer of their own would differ; the same validation
+    corpus = write_corpus(tmp_path / "corpus", {
+        "train": (read_sample("train", "en")[-500:], read_sample("train", "de")[-500:]),
+        "val": (read_sample("val", "en", 60), read_sample("val", "de", 60))})
+    # the default preset's model is far larger: the parent's settings replace it
+    result = invoke("train", "--data", str(corpus), "--run", str(child), "--finetune",
+                    str(parent), "--max-steps", "6", "--batch-tokens", "1024",
+                    "--set", "train.validate_every=3", "--set", "model.dropout=0.3")
+    assert result.exit_code == 0, result.output
+    assert "fine-tuning" in result.stderr and "model.d_model=32" in result.stderr
+    mine, theirs = (json.loads((run / "config.json").read_text())["config"]
+                    for run in (child, parent))
+    assert {**mine["model"], "dropout": 0.0} == {**theirs["model"], "dropout": 0.0}
+    assert mine["model"]["dropout"] == 0.3 and mine["tokenizer"] == theirs["tokenizer"]
+    assert mine["train"]["finetune_from"] == str(parent.resolve())
+    assert (child / "spm.model").read_bytes() == (parent / "spm.model").read_bytes()
+    # step 0 scores the parent's best weights on the same validation set, as it did itself
+    start = metrics(child, "validate")[0]
+    best = [r for r in metrics(parent, "validate") if r["best"]][-1]
+    assert start["step"] == 0 and start["val_bleu"] == best["val_bleu"]
+    assert start["val_loss"] == pytest.approx(best["val_loss"], rel=1e-5)
+    assert (child / "last.safetensors").read_bytes() != (parent / "model.safetensors").read_bytes()
+    shutil.rmtree(parent)  # a resumed run has all it needs in its own directory
+    result = invoke("train", "--resume", str(child), "--max-steps", "9")
+    assert result.exit_code == 0, result.output
+    assert [r["step"] for r in metrics(child, "validate")] == [0, 3, 6, 9]
+
+
+def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_corpus,
+                                                              tmp_path):
+    data = ["--data", str(small_corpus)]
+    one_line_error(invoke("train", *data, "--finetune", str(tmp_path / "nothing")),
+                   "--finetune", "not a trained run directory")
+    one_line_error(invoke("train", *data, "--finetune", str(trained_run),
+                          "--set", f"model.src_embeddings={tmp_path / 'vectors.txt'}"),
+                   "leave model.src_embeddings")
+    one_line_error(invoke("train", "--resume", str(trained_run), "--finetune", str(trained_run)),
+                   "--finetune apply to new runs only")
+    prepared = tmp_path / "prepared"  # ids of a tokenizer other than the parent's
+    result = invoke("data", "prepare", *data, "--out", str(prepared),
+                    "--set", "tokenizer.vocab_size=250")
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "run"
+    one_line_error(invoke("train", "--data", str(prepared), "--run", str(run), "--finetune",
+                          str(trained_run)), "prepared with another tokenizer",
+                   f"nmt data prepare --tokenizer {trained_run}")
+    assert not run.exists()
+    result = invoke("data", "prepare", *data, "--out", str(prepared), "--tokenizer",
+                    str(trained_run))  # ... and with the parent's
+    assert result.exit_code == 0, result.output
+    result = invoke("train", "--data", str(prepared), "--run", str(run), "--finetune",
+                    str(trained_run), "--max-steps", "1", "--batch-tokens", "1024")
+    assert result.exit_code == 0, result.output
+    assert (run / "spm.model").read_bytes() == (trained_run / "spm.model").read_bytes()

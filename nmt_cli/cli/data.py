@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..checkpoint import read_config
 from ..config import resolve_config
 from ..datasets import fetch_multi30k
 from ..errors import UserError
@@ -48,13 +49,17 @@ def prepare_command(
     sample: Annotated[int, typer.Option(
         help="Train the tokenizer on at most this many pairs (a uniform sample).")
     ] = TOKENIZER_SAMPLE,
+    tokenizer: Annotated[Path | None, typer.Option(
+        help="Take this run's tokenizer instead of training one (to fine-tune the run).")
+    ] = None,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
     config = resolve_config(preset_name, settings=settings)
-    info = prepare_corpus(data, out, src_lang, tgt_lang, config.tokenizer, config.data.max_len,
-                          config.train.seed, sample)
+    tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer
+    info = prepare_corpus(data, out, src_lang, tgt_lang, tokenizer_config, config.data.max_len,
+                          config.train.seed, sample, tokenizer)
     err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "
               f"{info['too_long']:,} longer than {info['max_len']} tokens dropped", highlight=False)
     print(out)

@@ -56,6 +56,9 @@ def train(
     resume: Annotated[Path | None, typer.Option(
         help="Continue this run exactly where it stopped (--run on such a run does too).")
     ] = None,
+    finetune: Annotated[Path | None, typer.Option(
+        help="Fine-tune this trained run: start from its best weights, tokenizer and model "
+        "settings, with a new optimizer and schedule.")] = None,
 ):
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
     options = {"model.arch": value(arch), "data.data_dir": data and str(data),
@@ -63,14 +66,15 @@ def train(
                "train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs,
                "train.batch_tokens": batch_tokens, "train.device": value(device),
                "train.seed": seed, "train.precision": value(precision), "train.accum": accum,
-               "train.compile": True if compile_model else None}
+               "train.compile": True if compile_model else None,
+               "train.finetune_from": finetune and str(finetune)}
     if resume is None and run is not None and (run / TRAIN_STATE).is_file():
         resume = run
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
-            if preset_name is not None or config_file:
-                raise UserError("--resume continues a run with its own settings; --preset and "
-                                "--config apply to new runs only")
+            if preset_name is not None or config_file or finetune:
+                raise UserError("--resume continues a run with its own settings; --preset, "
+                                "--config and --finetune apply to new runs only")
             run_dir = resume_training(resume, command_line_overrides(settings, options),
                                       on_event=display.show)
         else:

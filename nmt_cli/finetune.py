@@ -1,0 +1,69 @@
+"""Fine-tuning: a new run that starts from a trained run, its parent, instead of from random
+weights; e.g. a model trained on a large general corpus, adapted to a small one of your domain.
+
+`nmt train --finetune PARENT --data CORPUS` (train.finetune_from) starts from the parent's best
+weights (model.safetensors; `nmt average` makes a run of averaged or EMA weights) and keeps its
+tokenizer, whose files are copied, not trained again on the new corpus: the weights know its
+pieces only. The model settings that shape the weights come from the parent too. What is the
+new run's own: the corpus, the training settings (a new optimizer, learning-rate schedule and
+step count, from step 0), dropout, and whether the embeddings stay frozen.
+
+Its first validation, at step 0, scores the parent on the new validation set: the mark the
+fine-tuned weights must beat to become the run's best weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, load_weights, read_config
+from .config import Config
+from .data import corpus_dir
+from .errors import UserError
+from .models import Seq2Seq
+from .prepared import TOKENIZER_MADE_WITH, is_prepared
+from .tokenizer import tokenizer_files
+
+# Model settings a fine-tuning run sets for itself: they shape no weight.
+OWN_MODEL_SETTINGS = ("dropout", "freeze_embeddings")
+
+
+def parent_of(config: Config) -> Path | None:
+    """The run that `config` fine-tunes, checked to be a trained run; None for a new model."""
+    if not config.train.finetune_from:
+        return None
+    parent = Path(config.train.finetune_from)
+    if not (parent / CONFIG_FILE).is_file() or not (parent / BEST_WEIGHTS).is_file():
+        raise UserError(f"--finetune {parent}: not a trained run directory (no {CONFIG_FILE} "
+                        f"and {BEST_WEIGHTS})")
+    if config.model.src_embeddings or config.model.tgt_embeddings:
+        raise UserError(f"--finetune {parent}: the embeddings come from its weights; leave "
+                        "model.src_embeddings and model.tgt_embeddings empty")
+    folder = corpus_dir(config.data.data_dir)
+    # a prepared corpus holds the token ids of its own tokenizer: it must be the parent's
+    if is_prepared(folder) and tokenizer_files(folder) != tokenizer_files(parent):
+        raise UserError(f"--finetune {parent}: {folder} was prepared with another tokenizer, "
+                        "whose pieces the parent's weights do not know; prepare it with "
+                        f"`nmt data prepare --tokenizer {parent}`")
+    return parent
+
+
+def adopt_parent(config: Config, parent: Path) -> tuple[Config, list[str]]:
+    """`config` with the parent's model settings (but OWN_MODEL_SETTINGS) and the settings its
+    tokenizer was made with; also the settings that changed, as `section.key=value`."""
+    theirs = read_config(parent)[0]
+    model = dataclasses.replace(
+        theirs.model, src_embeddings="", tgt_embeddings="",  # loaded once, into the parent
+        **{key: getattr(config.model, key) for key in OWN_MODEL_SETTINGS})
+    tokenizer = dataclasses.replace(
+        config.tokenizer, **{key: getattr(theirs.tokenizer, key) for key in TOKENIZER_MADE_WITH})
+    adopted = dataclasses.replace(config, model=model, tokenizer=tokenizer)
+    changed = [f"{section}.{key}={value!r}" for section in ("model", "tokenizer")
+               for key, value in dataclasses.asdict(getattr(adopted, section)).items()
+               if value != getattr(getattr(config, section), key)]
+    return adopted, changed
+
+
+def load_parent_weights(model: Seq2Seq, parent: Path) -> None:
+    load_weights(model, parent / BEST_WEIGHTS)
