@@ -356,3 +356,14 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
                     str(trained_run), "--max-steps", "1", "--batch-tokens", "1024")
     assert result.exit_code == 0, result.output
     assert (run / "spm.model").read_bytes() == (trained_run / "spm.model").read_bytes()
+
+
+def test_a_reader_that_stops_reading_ends_translation_quietly(trained_run, tmp_path):
+    (tmp_path / "many.en").write_text("A man runs.\n" * 3000, encoding="utf-8")
+    command = [sys.executable, "-m", "nmt_cli", "translate", "--run", str(trained_run), "-i",
+               str(tmp_path / "many.en"), "--beam", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.readline()  # like `| head -1`
+    process.stdout.close()
+    assert process.wait(timeout=300) == 141  # 128 + SIGPIPE, as Unix tools end
+    assert process.stderr.read() == b""

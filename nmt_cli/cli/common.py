@@ -3,8 +3,13 @@ decoding options."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
+import os
+import signal
+import sys
 from dataclasses import fields
 from enum import Enum
 from pathlib import Path
@@ -46,6 +51,9 @@ def user_errors(command):
             return command(*args, **kwargs)
         except UserError as e:  # escaped: brackets, as in "nmt-cli[ct2]", are not markup
             err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        except BrokenPipeError:  # stdout's reader has gone (`nmt translate ... | head`)
+            quiet_stdout()
+            raise typer.Exit(128 + signal.SIGPIPE) from None
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             err.print(f"[red]error:[/red] {escape(where + str(e.strerror or e))}",
@@ -55,6 +63,14 @@ def user_errors(command):
             raise typer.Exit(130) from None
         raise typer.Exit(1)
     return wrapper
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null: what Python flushes at exit then goes nowhere, and no second
+    broken pipe is reported. The process ends as Unix tools do when their reader stops
+    reading: at once, silently, with the status of a SIGPIPE."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfig field
