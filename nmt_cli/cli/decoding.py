@@ -1,9 +1,10 @@
-"""`nmt translate` and `nmt eval`."""
+"""`nmt translate`, `nmt eval` and `nmt score`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,11 +27,15 @@ from ..evaluate import (
     save_translations,
 )
 from ..pictures import check_picture_path
+from ..scoring import score_files
 from ..search import check_nbest
-from ..translate import Translation, load_engine
+from ..translate import Translation, Translator, load_engine
 from .common import (
+    DECODE_HELP,
     TORCH,
+    Device,
     EngineOption,
+    Precision,
     RunOption,
     app,
     choices,
@@ -223,5 +228,50 @@ def draw_bleu_by_length(buckets: list[LengthBucket], path: Path, title: str) -> 
 
 
 app.command("evaluate", help="Alias of eval.")(eval_command)
+
+
+ScoreFormat = choices("ScoreFormat", ("text", "jsonl"))
+SCORE_TEXT, AUTO_DEVICE, AUTO_PRECISION = ScoreFormat("text"), Device("auto"), Precision("auto")
+
+
+@app.command()
+@user_errors
+def score(
+    src: Annotated[Path, typer.Option(help="Source sentences, one per line.")],
+    tgt: Annotated[Path, typer.Option(help="A translation of each, line by line, to score.")],
+    run: RunOption = None,
+    normalize: Annotated[bool, typer.Option(
+        help="Divide each log-probability by the target's length in tokens, <eos> included."
+    )] = False,
+    output_format: Annotated[ScoreFormat, typer.Option(
+        "--format", help="text: one score per line; jsonl: an object per pair, with the "
+                         "log-probability of each target token.")] = SCORE_TEXT,
+    output_file: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the scores here instead of stdout.")] = None,
+    batch_size: Annotated[int, typer.Option(help=DECODE_HELP["batch_size"])] = 64,
+    device: Annotated[Device, typer.Option(help=DECODE_HELP["device"])] = AUTO_DEVICE,
+    precision: Annotated[Precision, typer.Option(help=DECODE_HELP["precision"])
+                         ] = AUTO_PRECISION,
+):
+    """Score translations by a model: log P(target | source), one line per pair.
+
+    A target too long for the model's positions scores nan (null in jsonl)."""
+    settings = DecodeConfig(batch_size=batch_size, device=device.value,
+                            precision=precision.value)  # checks them
+    translator = Translator.from_run(run or latest_run(), settings.device)
+    found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
+                        settings.precision, translator.warn)
+    with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
+            sys.stdout) as out:
+        for number, (source, target, pair) in enumerate(found, 1):
+            value = pair.per_token if normalize else pair.log_prob
+            if output_format.value == "text":
+                out.write(f"{value:.4f}\n")
+                continue
+            out.write(json.dumps({
+                "line": number, "source": source, "target": target,
+                "score": None if math.isnan(value) else value, "tokens": pair.tokens,
+                "token_log_probs": [round(v, 4) for v in pair.token_log_probs]},
+                ensure_ascii=False) + "\n")
 
 

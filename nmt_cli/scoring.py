@@ -1,0 +1,103 @@
+"""Forced decoding: how probable a model finds a given translation of a source.
+
+The decoder reads the given target's prefix, as in training (teacher forcing), and the
+log-softmax of its output at each position gives log P(y_t | y_<t, x); their sum over the
+target's pieces and <eos> is log P(y | x), the log-probability that search reports for a
+translation it finds (<pad> and <sos> ruled out, as there). Low scores point at pairs the
+model finds unlikely: misaligned or noisy pairs of a corpus, or the worse of two translations
+of a source (reranking). `nmt score` prints them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .checkpoint import Run
+from .data import Batch
+from .devices import mixed_precision
+from .loss import rows_per_slice
+from .prepared import read_pairs
+from .search import forbid_special_tokens
+from .special_tokens import EOS_ID
+from .translate import encode_source
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A target's log-probability given its source, piece by piece."""
+
+    tokens: list[str]  # the target's pieces, then <eos>
+    token_log_probs: list[float]  # log P of each, given the source and the pieces before it
+
+    @property
+    def log_prob(self) -> float:
+        return math.fsum(self.token_log_probs) if self.tokens else math.nan
+
+    @property
+    def per_token(self) -> float:
+        return self.log_prob / len(self.tokens) if self.tokens else math.nan
+
+
+def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines: list[str],
+                batch_size: int = 64, precision: str = "auto",
+                warn: Callable[[str], None] = lambda message: None) -> list[PairScore]:
+    """The score of each (source, target) pair, in order. A source longer than the model's
+    positions is cut, as translation cuts it; a target too long for them cannot be scored
+    (no tokens, a log-probability of NaN)."""
+    model, tokenizer = run.model.eval(), run.tokenizer
+    src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn)
+    tgt_ids = [ids if line.strip() else [] for line, ids in
+               zip(tgt_lines, tokenizer.encode_tgt(tgt_lines))]
+    fits = [i for i, ids in enumerate(tgt_ids) if len(ids) < model.max_positions]
+    if len(fits) < len(tgt_ids):
+        warn(f"{len(tgt_ids) - len(fits):,} targets longer than the model's "
+             f"{model.max_positions - 1:,} tokens were not scored")
+    scores = [PairScore([], []) for _ in tgt_ids]
+    fits.sort(key=lambda i: (len(src_ids[i]), len(tgt_ids[i])))  # little padding
+    for start in range(0, len(fits), batch_size):
+        rows = fits[start : start + batch_size]
+        log_probs = target_log_probs(model, [src_ids[i] for i in rows],
+                                     [tgt_ids[i] for i in rows], device, precision)
+        for i, values in zip(rows, log_probs):
+            scores[i] = PairScore(tokenizer.tgt.id_to_piece(tgt_ids[i] + [EOS_ID]), values)
+    return scores
+
+
+def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
+                batch_size: int = 64, precision: str = "auto",
+                warn: Callable[[str], None] = lambda message: None, chunk_size: int = 10_000
+                ) -> Iterator[tuple[str, str, PairScore]]:
+    """(source, target, score) for each line pair of two files, read a chunk at a time, so
+    that memory does not grow with their length."""
+    pairs = read_pairs(src_path, tgt_path)
+    while chunk := list(itertools.islice(pairs, chunk_size)):
+        src, tgt = [s for s, _ in chunk], [t for _, t in chunk]
+        yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn))
+
+
+@torch.inference_mode()
+def target_log_probs(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
+                     device: torch.device, precision: str) -> list[list[float]]:
+    """log P of each target piece and the closing <eos>, a list per pair. The logits are
+    made a slice of positions at a time, as the training loss makes them."""
+    batch = Batch.from_ids(src_ids, tgt_ids).to(device)
+    with mixed_precision(device, precision):
+        features = model.features(batch.src, batch.tgt_in)
+        flat = features.reshape(-1, features.size(-1)).index_select(0, batch.tgt_positions)
+        targets = batch.tgt_out.reshape(-1, 1).index_select(0, batch.tgt_positions)
+        step = rows_per_slice(model.output_proj.weight.size(0), device)
+        chosen = torch.cat([
+            torch.log_softmax(forbid_special_tokens(model.output_proj(flat[s : s + step]).float()),
+                              -1).gather(1, targets[s : s + step]).squeeze(1)
+            for s in range(0, flat.size(0), step)]).tolist()
+    out, at = [], 0
+    for ids in tgt_ids:
+        out.append(chosen[at : at + len(ids) + 1])
+        at += len(ids) + 1
+    return out
