@@ -129,17 +129,37 @@ class DecodeConfig:
     batch_size: int = 64
     device: str = "auto"  # auto: wherever the Translator was loaded; else move it there
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
+    # Random sampling instead of search (e.g. to back-translate text of the target language):
+    # each token is drawn from the model's distribution, its logits divided by `temperature`,
+    # among the `sampling_topk` most probable tokens (0: all) and the fewest whose probability
+    # reaches `sampling_topp` (1: all). The beam is not used; n-best lists are that many draws.
+    # `sampling_seed` fixes the draws of a Translator's calls (search.Sampler).
+    sampling: bool = False
+    sampling_topk: int = 0
+    sampling_topp: float = 1.0
+    temperature: float = 1.0
+    sampling_seed: int = 1
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),
                                 ("min_len", 0, MAX_INT), ("max_len_b", -MAX_INT, MAX_INT),
-                                ("max_len_a", 0, 1000), ("alpha", -10, 10)):
+                                ("max_len_a", 0, 1000), ("alpha", -10, 10),
+                                ("sampling_topk", 0, MAX_INT), ("sampling_topp", 1e-6, 1.0),
+                                ("temperature", 1e-3, 1000),
+                                ("sampling_seed", 0, 2**63 - 1)):
             value = getattr(self, name)
             if not low <= value <= high:  # nan fails too
                 raise UserError(f"--{name.replace('_', '-')} must lie in [{low}, {high}] "
                                 f"(got {value})")
         check_choice("--device", self.device, DEVICES)
         check_choice("--precision", self.precision, PRECISIONS)
+
+
+def check_engine(engine: str, config: DecodeConfig) -> None:
+    """What an engine cannot do with these settings."""
+    if config.sampling and engine == "ctranslate2":
+        raise UserError("--sampling: the ctranslate2 engine searches only; sample with "
+                        "--engine torch")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .config import DecodeConfig
+from .config import DecodeConfig, check_engine
 from .errors import UserError
 from .search import Hypothesis, check_nbest, finished, output_limit
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
@@ -119,7 +119,8 @@ class CTranslate2Translator(Engine):
                         nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each line (at most config.beam), best first."""
         config = config or DecodeConfig()
-        check_nbest(nbest, config.beam)
+        check_nbest(nbest, config)
+        check_engine("ctranslate2", config)
         if attention:
             raise UserError("--attention: the ctranslate2 engine gives no attention weights; "
                             "use --engine torch")

@@ -1,4 +1,4 @@
-"""Decoding from <sos>: greedy and beam search over any `Seq2Seq` model.
+"""Decoding from <sos>: greedy and beam search, or random sampling, over any `Seq2Seq` model.
 
 Search sees only the model interface (start, decode_step, state.select), never a model family.
 Both searches run a batch of sentences at once; a sentence leaves the batch as soon as it is
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .config import DecodeConfig
+from .config import MAX_BEAM, DecodeConfig
 from .data import source_tensor
 from .errors import UserError
 from .models.base import Seq2Seq
@@ -89,11 +89,40 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
     return [hyps[0].tokens for hyps in greedy_search_nbest(model, src, limits, min_len)]
 
 
+class Sampler:
+    """Draws each next token at random (DecodeConfig.sampling) from softmax(logits / T), among
+    the k most probable tokens (top-k) and the fewest whose probability reaches p (nucleus
+    sampling, Holtzman et al., 2020). `generator` holds the random state."""
+
+    def __init__(self, config: DecodeConfig, generator: torch.Generator):
+        self.config, self.generator = config, generator
+
+    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
+        """(rows, vocab) logits, special tokens ruled out -> (rows,) drawn token ids."""
+        c = self.config
+        logits = logits.float() / c.temperature
+        if 0 < c.sampling_topk < logits.size(-1):
+            kth = logits.topk(c.sampling_topk, dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        if c.sampling_topp < 1.0:
+            probs, order = logits.softmax(-1).sort(-1, descending=True)
+            outside = probs.cumsum(-1) - probs >= c.sampling_topp  # the first never is
+            logits = logits.scatter(-1, order, logits.gather(-1, order).masked_fill(
+                outside, float("-inf")))
+        return torch.multinomial(logits.softmax(-1), 1, generator=self.generator).squeeze(1)
+
+
+def new_generator(seed: int, device: torch.device) -> torch.Generator:
+    return torch.Generator(device).manual_seed(seed)
+
+
 @torch.inference_mode()
 def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
-                        min_len: int = 0, alpha: float = 1.0) -> list[list[Hypothesis]]:
-    """Greedy search as a 1-best list per sentence, with its log-probability. Each step
-    reads the chosen tokens and their log-probabilities to the host once."""
+                        min_len: int = 0, alpha: float = 1.0,
+                        choose: Sampler | None = None) -> list[list[Hypothesis]]:
+    """Greedy search as a 1-best list per sentence, with its log-probability; with `choose`,
+    each token is drawn by it instead of being the most probable. Each step reads the chosen
+    tokens and their log-probabilities to the host once."""
     state = model.start(src)
     limits_host = limits.tolist()
     alive = list(range(src.size(0)))  # the original row of each row still decoding
@@ -105,7 +134,7 @@ def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
         logits = forbid_special_tokens(logits, step >= min_len)
         # (alive,) the argmax: max finds the same (first) index, on 2 CPU cores in 111 µs for
         # 64 x 8,000 logits where argmax took 342
-        tokens = logits.max(-1).indices
+        tokens = logits.max(-1).indices if choose is None else choose(logits)
         chosen = torch.log_softmax(logits.float(), -1).gather(1, tokens.unsqueeze(1))  # (alive, 1)
         step_tokens, step_log_probs = torch.cat([tokens.double().unsqueeze(0),
                                                  chosen.double().T]).tolist()  # one read
@@ -266,21 +295,34 @@ def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list
 
 
 def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
-                 nbest: int = 1) -> list[list[Hypothesis]]:
+                 nbest: int = 1, generator: torch.Generator | None = None
+                 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of each sentence of a padded source batch, best first;
-    at most config.beam (greedy search, beam 1, gives a 1-best list)."""
-    check_nbest(nbest, config.beam)
+    at most config.beam (greedy search, beam 1, gives a 1-best list). With config.sampling,
+    `nbest` drawn translations of each, best first (`generator`: the random state)."""
+    check_nbest(nbest, config)
     limits = output_limits(src, config, model.max_positions)
+    if config.sampling:
+        choose = Sampler(config, generator or new_generator(config.sampling_seed, src.device))
+        rows = torch.arange(src.size(0), device=src.device).repeat_interleave(nbest)
+        drawn = [hyps[0] for hyps in greedy_search_nbest(model, src[rows], limits[rows],
+                                                         config.min_len, config.alpha, choose)]
+        return [sorted(drawn[i : i + nbest], key=lambda h: h.score, reverse=True)
+                for i in range(0, len(drawn), nbest)]
     if config.beam <= 1:
         return greedy_search_nbest(model, src, limits, config.min_len, config.alpha)
     found = beam_search_nbest(model, src, limits, config.beam, config.alpha, config.min_len)
     return [hyps[:nbest] for hyps in found]
 
 
-def check_nbest(nbest: int, beam: int) -> None:
-    """An n-best list holds at least one hypothesis and at most the beam's."""
+def check_nbest(nbest: int, config: DecodeConfig) -> None:
+    """An n-best list holds at least one hypothesis and at most the beam's (or MAX_BEAM
+    draws)."""
+    beam = MAX_BEAM if config.sampling else config.beam
     if nbest < 1:
         raise UserError(f"--nbest must be at least 1 (got {nbest})")
+    if config.sampling and nbest > beam:
+        raise UserError(f"--nbest must be at most {beam} (got {nbest})")
     if nbest > beam:
         raise UserError(f"--nbest {nbest} exceeds --beam {beam}: the beam finishes only "
                         f"{beam} hypotheses per sentence")
@@ -294,16 +336,20 @@ def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig
 
 
 def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
-                    device: torch.device, nbest: int = 1) -> list[list[Hypothesis]]:
+                    device: torch.device, nbest: int = 1,
+                    generator: torch.Generator | None = None) -> list[list[Hypothesis]]:
     """The n-best lists of many sentences: sorted by length into batches of similar length,
     then returned in the input order. Empty sources give empty lists; sources longer than
-    the model's positions are truncated."""
+    the model's positions are truncated. Sampling draws from `generator` (default: one
+    seeded with config.sampling_seed)."""
+    if config.sampling and generator is None:
+        generator = new_generator(config.sampling_seed, device)
     src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>
     outputs: list[list[Hypothesis]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if s), key=lambda i: len(src_ids[i]))
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = source_tensor([src_ids[i] for i in chunk]).to(device)
-        for i, hyps in zip(chunk, search_nbest(model, src, config, nbest)):
+        for i, hyps in zip(chunk, search_nbest(model, src, config, nbest, generator)):
             outputs[i] = hyps
     return outputs

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
-from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice
+from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .errors import UserError
 from .translate import Translation
 
@@ -59,6 +59,7 @@ class ServeConfig:
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
     if decode.beam > settings.max_beam:
         raise UserError(f"--beam {decode.beam} exceeds --max-beam {settings.max_beam}")
+    check_engine(settings.engine, decode)
 
 
 class ApiError(Exception):

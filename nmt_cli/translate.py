@@ -23,7 +23,7 @@ from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .errors import UserError
 from .models import Seq2Seq, attention_by_layer
-from .search import Hypothesis, check_nbest, translate_nbest
+from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID, SOS_ID
 from .tokenizer import Tokenizer
 
@@ -94,6 +94,7 @@ class Translator(Engine):
     def __init__(self, run: Run, device: torch.device,
                  warn: Callable[[str], None] | None = None):
         self.run, self.device, self.run_dir = run, device, run.path
+        self.generators: dict[tuple[int, torch.device], torch.Generator] = {}  # by seed
         fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
@@ -123,15 +124,26 @@ class Translator(Engine):
         first; the first is what `translate` gives. A blank line gives one empty
         translation. With `attention`, each carries its cross-attention weights."""
         config = config or DecodeConfig()
-        check_nbest(nbest, config.beam)
+        check_nbest(nbest, config)
         self.move_to(config.device)
         src_ids = self.encode(lines)
         model = self.run.model
         with mixed_precision(self.device, config.precision):
-            found = translate_nbest(model, src_ids, config, self.device, nbest)
+            found = translate_nbest(model, src_ids, config, self.device, nbest,
+                                    self.generator(config))
             weights = [attention_weights(model, src, [h.tokens for h in hyps], self.device)
                        if attention and hyps else None for src, hyps in zip(src_ids, found)]
         return [self.translations(src, hyps, w) for src, hyps, w in zip(src_ids, found, weights)]
+
+    def generator(self, config: DecodeConfig) -> torch.Generator | None:
+        """The random state of sampling with config.sampling_seed: one for all of this Translator's
+        calls, so a stream read chunk by chunk draws as one."""
+        if not config.sampling:
+            return None
+        key = (config.sampling_seed, self.device)
+        if key not in self.generators:
+            self.generators[key] = new_generator(config.sampling_seed, self.device)
+        return self.generators[key]
 
     def encode(self, lines: list[str]) -> list[list[int]]:
         """Source ids per line (blank lines give none), cut to what the model can position."""

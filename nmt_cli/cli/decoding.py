@@ -73,7 +73,7 @@ def translate(
     """Translate text, a file, or stdin: one line out for each line in.
 
     With --nbest K, K hypotheses for each line in."""
-    check_nbest(nbest, decode.beam)
+    check_nbest(nbest, decode)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
