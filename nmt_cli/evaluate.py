@@ -70,18 +70,21 @@ class Evaluation:
 def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None,
                  decode: DecodeConfig | None = None, metrics: tuple[str, ...] = ("bleu",),
                  lowercase: bool = False, quantize: str = "none",
-                 engine: str = "torch") -> Evaluation:
+                 engine: str = "torch", ensemble: list[Path] | None = None) -> Evaluation:
     """Translate `src` with a trained run and score the output against `ref`. Without them,
-    the test split of the corpus the run was trained on. `engine`: see load_engine."""
+    the test split of the corpus the run was trained on. `engine`, `ensemble`: see
+    load_engine."""
     if (src is None) != (ref is None):
         raise UserError("--src and --ref go together")
     decode = decode or DecodeConfig()
-    translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision)
+    translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision,
+                             ensemble)
     if src is None or ref is None:
         src, ref = test_files_of_run(translator.run_dir)
     text = read_parallel(src, ref)
     hypotheses = translator.translate(text.src, decode)
-    return Evaluation(f"{run_dir} on {src}", str(ref), len(text.tgt),
+    name = " + ".join(map(str, [run_dir, *(ensemble or [])]))
+    return Evaluation(f"{name} on {src}", str(ref), len(text.tgt),
                       evaluate(hypotheses, text.tgt, metrics, lowercase),
                       hypotheses, text.tgt, text.src)
 

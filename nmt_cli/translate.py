@@ -21,11 +21,12 @@ from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
 from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
+from .ensemble import Ensemble
 from .errors import UserError
 from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID, SOS_ID
-from .tokenizer import Tokenizer
+from .tokenizer import Tokenizer, tokenizer_files
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,19 @@ class Engine:
 
 
 def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",
-                precision: str = "auto") -> Engine:
-    """The engine that decodes a run: "torch" (nmt's search on the run's weights) or
-    "ctranslate2" (its CTranslate2 export: run_dir itself or run_dir/ctranslate2)."""
+                precision: str = "auto", ensemble: list[Path] | None = None) -> Engine:
+    """The engine that decodes a run: "torch" (nmt's search on the run's weights, with those
+    of the runs in `ensemble` beside them) or "ctranslate2" (its CTranslate2 export: run_dir
+    itself or run_dir/ctranslate2)."""
     check_choice("--engine", engine, ENGINES)
     if engine == "ctranslate2":
+        if ensemble:
+            raise UserError("--ensemble: the ctranslate2 engine decodes one model; use "
+                            "--engine torch")
         from .ct2 import CTranslate2Translator  # the optional ct2 extra
 
         return CTranslate2Translator.from_dir(run_dir, device, precision, quantize)
-    return Translator.from_run(run_dir, device, quantize=quantize)
+    return Translator.from_run(run_dir, device, quantize=quantize, ensemble=ensemble)
 
 
 class Translator(Engine):
@@ -100,15 +105,23 @@ class Translator(Engine):
 
     @classmethod
     def from_run(cls, run_dir: Path | str, device: str = "auto", weights: str = BEST_WEIGHTS,
-                 quantize: str = "none") -> Translator:
+                 quantize: str = "none", ensemble: list[Path] | None = None) -> Translator:
         """Load a run's best weights (or `weights`, e.g. last.safetensors) onto `device`;
-        quantize="int8" stores the linear layers' weights in int8 (CPU only)."""
+        quantize="int8" stores the linear layers' weights in int8 (CPU only). The best
+        weights of the runs in `ensemble` decode beside them (ensemble.py); they must share
+        the run's tokenizer."""
         check_choice("--quantize", quantize, QUANTIZATIONS)
         resolved = resolve_device(device)
-        run = load_run(Path(run_dir), resolved, weights)
-        if quantize == "int8":
-            run = dataclasses.replace(run, model=quantize_int8(run.model, resolved))
-        return cls(run, resolved)
+        runs = [load_run(Path(run_dir), resolved, weights)]
+        for other in ensemble or []:
+            runs.append(load_run(Path(other), resolved))
+            if tokenizer_files(other) != tokenizer_files(run_dir):
+                raise UserError(f"--ensemble {other}: its tokenizer is not {run_dir}'s; the "
+                                "models of an ensemble must share one")
+        models = [quantize_int8(run.model, resolved) if quantize == "int8" else run.model
+                  for run in runs]
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        return cls(dataclasses.replace(runs[0], model=model), resolved)
 
     def move_to(self, device: str) -> None:
         """Move the model to `device` ("auto": leave it where it is)."""
@@ -125,6 +138,9 @@ class Translator(Engine):
         translation. With `attention`, each carries its cross-attention weights."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
+        if attention and isinstance(self.run.model, Ensemble):
+            raise UserError("--attention: each model of an ensemble attends in its own way; "
+                            "drop --ensemble to see one")
         self.move_to(config.device)
         src_ids = self.encode(lines)
         model = self.run.model

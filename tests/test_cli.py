@@ -367,3 +367,24 @@ def test_a_reader_that_stops_reading_ends_translation_quietly(trained_run, tmp_p
     process.stdout.close()
     assert process.wait(timeout=300) == 141  # 128 + SIGPIPE, as Unix tools end
     assert process.stderr.read() == b""
+
+
+def test_an_ensemble_needs_runs_of_one_tokenizer(trained_run, small_corpus, tmp_path):
+    twin = tmp_path / "twin"
+    shutil.copytree(trained_run, twin)
+    lines = "A man runs.\nTwo dogs.\n"
+    alone = invoke("translate", "--run", str(trained_run), "--beam", "3", input=lines.encode())
+    both = invoke("translate", "--run", str(trained_run), "--ensemble", str(twin), "--beam", "3",
+                  input=lines.encode())
+    assert alone.exit_code == both.exit_code == 0, both.output
+    assert both.stdout == alone.stdout and len(both.stdout.splitlines()) == 2  # equal weights
+    other = tmp_path / "other"  # a tokenizer of its own
+    result = invoke("train", "--data", str(small_corpus), "--run", str(other), "--max-steps", "1",
+                    *TINY_SETTINGS, "--set", "tokenizer.vocab_size=250")
+    assert result.exit_code == 0, result.output
+    one_line_error(invoke("translate", "--run", str(trained_run), "--ensemble", str(other),
+                          "hello"), f"--ensemble {other}: its tokenizer is not")
+    one_line_error(invoke("translate", "--run", str(trained_run), "--ensemble", str(twin),
+                          "--engine", "ctranslate2", "hello"), "--ensemble: the ctranslate2")
+    one_line_error(invoke("translate", "--run", str(trained_run), "--ensemble", str(twin),
+                          "--format", "jsonl", "--attention", "hello"), "--attention: each model")

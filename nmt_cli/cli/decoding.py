@@ -35,6 +35,7 @@ from .common import (
     TORCH,
     Device,
     EngineOption,
+    EnsembleOption,
     Precision,
     RunOption,
     app,
@@ -69,6 +70,7 @@ def translate(
     attention: Annotated[bool, typer.Option(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
     engine: EngineOption = TORCH,
+    ensemble: EnsembleOption = None,
 ):
     """Translate text, a file, or stdin: one line out for each line in.
 
@@ -77,7 +79,7 @@ def translate(
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
-                             decode.precision)
+                             decode.precision, ensemble)
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
@@ -151,6 +153,7 @@ def eval_command(
     picture: Annotated[Path | None, typer.Option(
         "--output", "-o", help="With --by-length: draw it into this PNG file.")] = None,
     engine: EngineOption = TORCH,
+    ensemble: EnsembleOption = None,
 ):
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
@@ -168,13 +171,14 @@ def eval_command(
         raise UserError("--ref needs --src (to translate) or --hyp (to score)")
     if src and hyp:
         raise UserError("use --src or --hyp, not both")
-    if hyp and run:
-        raise UserError("--hyp scores a file of translations: --run has nothing to do")
+    if hyp and (run or ensemble):
+        given = "--run" if run else "--ensemble"
+        raise UserError(f"--hyp scores a file of translations: {given} has nothing to do")
     if hyp:
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
         result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize,
-                              engine.value)
+                              engine.value, ensemble)
     if save_hyp:
         save_translations(result, save_hyp)
     buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None
