@@ -318,14 +318,14 @@ def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
 def check_nbest(nbest: int, config: DecodeConfig) -> None:
     """An n-best list holds at least one hypothesis and at most the beam's (or MAX_BEAM
     draws)."""
-    beam = MAX_BEAM if config.sampling else config.beam
     if nbest < 1:
         raise UserError(f"--nbest must be at least 1 (got {nbest})")
-    if config.sampling and nbest > beam:
-        raise UserError(f"--nbest must be at most {beam} (got {nbest})")
-    if nbest > beam:
-        raise UserError(f"--nbest {nbest} exceeds --beam {beam}: the beam finishes only "
-                        f"{beam} hypotheses per sentence")
+    if config.sampling:
+        if nbest > MAX_BEAM:
+            raise UserError(f"--nbest must be at most {MAX_BEAM} (got {nbest})")
+    elif nbest > config.beam:
+        raise UserError(f"--nbest {nbest} exceeds --beam {config.beam}: the beam finishes only "
+                        f"{config.beam} hypotheses per sentence")
 
 
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
