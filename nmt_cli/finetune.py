@@ -17,11 +17,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, load_weights, read_config
+from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, read_config
 from .config import Config
 from .data import corpus_dir
 from .errors import UserError
-from .models import Seq2Seq
 from .prepared import TOKENIZER_MADE_WITH, is_prepared
 from .tokenizer import tokenizer_files
 
@@ -64,6 +63,3 @@ def adopt_parent(config: Config, parent: Path) -> tuple[Config, list[str]]:
                if value != getattr(getattr(config, section), key)]
     return adopted, changed
 
-
-def load_parent_weights(model: Seq2Seq, parent: Path) -> None:
-    load_weights(model, parent / BEST_WEIGHTS)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from . import averaging, checkpoint, distributed, finetune
-from .checkpoint import new_run_dir, prepare_run_dir
+from .checkpoint import BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
@@ -36,7 +36,7 @@ from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
-from .word_vectors import initialise_embeddings
+from .word_vectors import freeze_embeddings, initialise_embeddings
 
 
 class Trainer:
@@ -65,10 +65,11 @@ class Trainer:
         if self.device.type == "cpu":
             keep_freed_memory()
         if parent is not None:
-            finetune.load_parent_weights(self.model, parent)
+            load_weights(self.model, parent / BEST_WEIGHTS)
         elif state is None:  # a resumed run has its embeddings in its state
             for message in initialise_embeddings(self.model, tokenizer, config.model):
                 self.emit(info(message))
+        freeze_embeddings(self.model, config.model, bool(config.train.finetune_from))
         self.averages = averaging.Averages(self.model, config.train, state)  # before compiling
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
         if config.train.compile and not compile_features(self.model):

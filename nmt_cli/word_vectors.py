@@ -85,11 +85,21 @@ def initialise_embeddings(model: Seq2Seq, tokenizer: Tokenizer,
                 if vector is not None:
                     embedding.weight[i] = torch.from_numpy(vector)
                     found += 1
-        if config.freeze_embeddings:
-            embedding.weight.requires_grad_(False)
         messages.append(f"model.{side}_embeddings: {found:,} of {len(pieces):,} pieces "
                         f"({100 * found / len(pieces):.1f}%) start from {path}")
     return messages
+
+
+def freeze_embeddings(model: Seq2Seq, config: ModelConfig, finetuning: bool) -> None:
+    """model.freeze_embeddings: keep the embeddings that pretrained vectors started fixed (a
+    tied output layer with them), or, when fine-tuning, those of the parent run, all of them.
+    Applied to new and resumed runs alike: whether a weight trains is not saved."""
+    if not config.freeze_embeddings:
+        return
+    for side, path in (("src", config.src_embeddings), ("tgt", config.tgt_embeddings)):
+        if path or finetuning:
+            embedding = model.src_embedding if side == "src" else model.tgt_embedding
+            embedding.weight.requires_grad_(False)
 
 
 @dataclass(frozen=True)

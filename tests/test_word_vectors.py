@@ -9,9 +9,10 @@ import torch
 from typer.testing import CliRunner
 
 from nmt_cli import DecodeConfig, Translator, resolve_config
+from nmt_cli.checkpoint import LAST_WEIGHTS
 from nmt_cli.cli import app
 from nmt_cli.errors import UserError
-from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.training import Trainer, prepare_run_dir, resume
 from nmt_cli.word_vectors import read_vectors
 
 TINY = ["model.d_model=32", "model.d_ff=64", "model.num_encoder_layers=1",
@@ -46,6 +47,22 @@ def test_pretrained_vectors_start_the_embeddings_and_can_stay_frozen(small_corpu
     the = tokenizer.src.piece_to_id("\u2581the")
     assert the != tokenizer.src.unk_id()
     assert torch.equal(model.src_embedding.weight[the], torch.full((32,), 0.5))  # frozen
+    resume(run_dir, {"train.max_steps": 8})  # frozen still: a resumed run freezes anew
+    model = Translator.from_run(run_dir, "cpu", LAST_WEIGHTS).run.model
+    assert torch.equal(model.src_embedding.weight[the], torch.full((32,), 0.5))
+    assert not torch.equal(model.tgt_embedding.weight, translator.run.model.tgt_embedding.weight)
+
+
+def test_finetuning_can_keep_the_parents_embeddings(small_corpus, tmp_path):
+    parent, _ = train(small_corpus, tmp_path, "parent")
+    child, events = train(small_corpus, tmp_path, "child", f"train.finetune_from={parent}",
+                          "model.freeze_embeddings=true")
+    assert any("fine-tuning" in e.get("message", "") for e in events)
+    before, after = (Translator.from_run(run, "cpu", LAST_WEIGHTS).run.model
+                     for run in (parent, child))
+    for name in ("src_embedding", "tgt_embedding"):
+        assert torch.equal(getattr(before, name).weight, getattr(after, name).weight)
+    assert not torch.equal(before.encoder_rnn.weight_hh_l0, after.encoder_rnn.weight_hh_l0)
 
 
 def test_bad_vector_files_are_one_line_errors(tmp_path):
