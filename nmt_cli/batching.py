@@ -99,11 +99,13 @@ class Batcher:
 
     def take(self, config: DecodeConfig) -> list[Job]:
         """The waiting jobs with `config`, oldest first, up to max_lines lines (the first
-        one whatever its size); jobs whose caller has gone are dropped."""
+        one whatever its size); jobs whose caller has gone are dropped. Sampled n-best lists
+        are ranked draws, so when sampling, only jobs asking for as many draws go together
+        (one draw must not be the best of five)."""
         self.waiting = [job for job in self.waiting if not job.done.done()]
         jobs, lines = [], 0
         for job in self.waiting:
-            if job.config != config:
+            if job.config != config or (config.sampling and jobs and job.nbest != jobs[0].nbest):
                 continue
             if jobs and lines + len(job.lines) > self.max_lines:
                 break

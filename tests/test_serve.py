@@ -346,7 +346,8 @@ def recording_decoder(calls: list):
     return decode
 
 
-def run_batcher(jobs: list[tuple[list[str], int, int]], max_lines: int) -> tuple[list, list]:
+def run_batcher(jobs: list[tuple[list[str], int, int]], max_lines: int,
+                sampling: bool = False) -> tuple[list, list]:
     """Submit (lines, beam, nbest) jobs all at once; return the decoder's calls and each
     job's answer (or the exception it raised)."""
     calls: list = []
@@ -354,8 +355,9 @@ def run_batcher(jobs: list[tuple[list[str], int, int]], max_lines: int) -> tuple
     async def main():
         batcher = Batcher(recording_decoder(calls), max_lines, max_wait=0.05)
         worker = asyncio.create_task(batcher.run())
-        answers = await asyncio.gather(*(batcher.translate(lines, DecodeConfig(beam=beam), nbest)
-                                         for lines, beam, nbest in jobs), return_exceptions=True)
+        answers = await asyncio.gather(*(
+            batcher.translate(lines, DecodeConfig(beam=beam, sampling=sampling), nbest)
+            for lines, beam, nbest in jobs), return_exceptions=True)
         worker.cancel()
         batcher.close()
         return answers
@@ -371,6 +373,14 @@ def test_batcher_decodes_only_requests_with_the_same_settings_together():
     for (lines, beam, nbest), answer in zip(jobs, answers):  # each its own n-best
         assert answer == [[Translation(f"{lines[0]}|beam {beam}|{rank}", [], 0.0, -rank)
                            for rank in range(nbest)]]
+
+
+def test_sampled_requests_share_a_batch_only_with_requests_for_as_many_draws():
+    jobs = [([f"line {i}"], 1, 1 + 2 * (i % 2)) for i in range(8)]
+    calls, answers = run_batcher(jobs, max_lines=8, sampling=True)
+    assert sorted(calls) == [([f"line {i}" for i in range(0, 8, 2)], 1, 1),
+                             ([f"line {i}" for i in range(1, 8, 2)], 1, 3)]
+    assert [len(answer[0]) for answer in answers] == [1, 3] * 4
 
 
 def test_batcher_fills_batches_up_to_max_lines_in_order():
