@@ -221,6 +221,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     val_paths = [find_split_file(data_dir, "val", lang) for lang in (src_lang, tgt_lang)]
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
+    if tokenizer_from is not None:
+        Tokenizer.load(Path(tokenizer_from))  # before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
     if tokenizer_from is None:

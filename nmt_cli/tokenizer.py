@@ -29,10 +29,20 @@ def tokenizer_files(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in paths if path.is_file()}
 
 
+def write_tokenizer(models: dict[str, bytes], out_dir: Path) -> None:
+    """Write model files by name, and remove those of the other kind (joint or not) that an
+    earlier tokenizer left there, which `Tokenizer.load` could take instead."""
+    for name in (JOINT_FILE, SRC_FILE, TGT_FILE):
+        if name not in models:
+            (Path(out_dir) / name).unlink(missing_ok=True)
+    for name, model in models.items():
+        atomic_write_bytes(Path(out_dir) / name, model)
+
+
 def copy_tokenizer(from_dir: Path, to_dir: Path) -> None:
     """Give `to_dir` the tokenizer of `from_dir` (a run or a prepared corpus)."""
-    for name, model in tokenizer_files(from_dir).items():
-        atomic_write_bytes(Path(to_dir) / name, model)
+    Tokenizer.load(Path(from_dir))  # one that loads, or a one-line error naming from_dir
+    write_tokenizer(tokenizer_files(from_dir), to_dir)
 
 
 def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig) -> bytes:
@@ -81,8 +91,7 @@ class Tokenizer:
         else:
             protos = {SRC_FILE: train_sentencepiece(src_lines, config),
                       TGT_FILE: train_sentencepiece(tgt_lines, config)}
-        for name, proto in protos.items():
-            atomic_write_bytes(out_dir / name, proto)
+        write_tokenizer(protos, out_dir)
         return cls.load(out_dir)
 
     @classmethod

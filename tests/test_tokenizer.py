@@ -22,8 +22,9 @@ def test_joint_unigram_model_has_fixed_special_ids(tmp_path):
 def test_separate_bpe_models(tmp_path):
     src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
     config = TokenizerConfig(vocab_size=300, model_type="bpe", joint=False)
-    tokenizer = Tokenizer.train(src, tgt, config, tmp_path)
-    assert not tokenizer.joint
+    Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=300), tmp_path)  # one made before,
+    tokenizer = Tokenizer.train(src, tgt, config, tmp_path)  # which this one replaces
+    assert not tokenizer.joint and not (tmp_path / "spm.model").exists()
     assert (tmp_path / "spm.src.model").is_file() and (tmp_path / "spm.tgt.model").is_file()
     reloaded = Tokenizer.load(tmp_path)
     assert reloaded.encode_src(src[:3]) == tokenizer.encode_src(src[:3])
