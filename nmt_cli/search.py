@@ -305,8 +305,9 @@ def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
     if config.sampling:
         choose = Sampler(config, generator or new_generator(config.sampling_seed, src.device))
         rows = torch.arange(src.size(0), device=src.device).repeat_interleave(nbest)
-        drawn = [hyps[0] for hyps in greedy_search_nbest(model, src[rows], limits[rows],
-                                                         config.min_len, config.alpha, choose)]
+        drawn = [hyps[0] for part in rows.split(config.batch_size)  # batch_size rows at a time
+                 for hyps in greedy_search_nbest(model, src[part], limits[part], config.min_len,
+                                                 config.alpha, choose)]
         return [sorted(drawn[i : i + nbest], key=lambda h: h.score, reverse=True)
                 for i in range(0, len(drawn), nbest)]
     if config.beam <= 1:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import safetensors.torch
 import torch
 import typer.main
 from typer.testing import CliRunner
@@ -370,14 +371,22 @@ def test_a_reader_that_stops_reading_ends_translation_quietly(trained_run, tmp_p
 
 
 def test_an_ensemble_needs_runs_of_one_tokenizer(trained_run, small_corpus, tmp_path):
-    twin = tmp_path / "twin"
+    twin = tmp_path / "twin"  # the same tokenizer, other weights
     shutil.copytree(trained_run, twin)
-    lines = "A man runs.\nTwo dogs.\n"
-    alone = invoke("translate", "--run", str(trained_run), "--beam", "3", input=lines.encode())
-    both = invoke("translate", "--run", str(trained_run), "--ensemble", str(twin), "--beam", "3",
-                  input=lines.encode())
+    weights = safetensors.torch.load_file(twin / "model.safetensors")
+    safetensors.torch.save_file({k: v * 0.5 for k, v in weights.items()},
+                                twin / "model.safetensors")
+    lines, tsv = b"A man runs.\nTwo dogs.\n", ["--format", "tsv", "--beam", "3"]
+    alone = invoke("translate", "--run", str(trained_run), *tsv, input=lines)
+    both = invoke("translate", "--run", str(trained_run), "--ensemble", str(twin), *tsv,
+                  input=lines)
     assert alone.exit_code == both.exit_code == 0, both.output
-    assert both.stdout == alone.stdout and len(both.stdout.splitlines()) == 2  # equal weights
+    assert len(both.stdout.splitlines()) == 2
+    log_probs = [[row.split("\t")[3] for row in r.stdout.splitlines()] for r in (alone, both)]
+    assert log_probs[0] != log_probs[1]
+    result = invoke("eval", "--run", str(trained_run), "--ensemble", str(twin), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["source"].startswith(f"{trained_run} + {twin} on ")
     other = tmp_path / "other"  # a tokenizer of its own
     result = invoke("train", "--data", str(small_corpus), "--run", str(other), "--max-steps", "1",
                     *TINY_SETTINGS, "--set", "tokenizer.vocab_size=250")

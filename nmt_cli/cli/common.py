@@ -8,6 +8,7 @@ import functools
 import inspect
 import io
 import os
+import select
 import signal
 import sys
 from dataclasses import fields
@@ -51,8 +52,11 @@ def user_errors(command):
             return command(*args, **kwargs)
         except UserError as e:  # escaped: brackets, as in "nmt-cli[ct2]", are not markup
             err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
-        except BrokenPipeError:  # stdout's reader has gone (`nmt translate ... | head`)
-            quiet_stdout()
+        except BrokenPipeError as e:
+            if not stdout_is_broken():  # a socket's, say: reported as any other
+                err.print(f"[red]error:[/red] {escape(str(e.strerror or e))}", highlight=False)
+                raise typer.Exit(1) from None
+            quiet_stdout()  # stdout's reader has gone (`nmt translate ... | head`)
             raise typer.Exit(128 + signal.SIGPIPE) from None
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
@@ -63,6 +67,16 @@ def user_errors(command):
             raise typer.Exit(130) from None
         raise typer.Exit(1)
     return wrapper
+
+
+def stdout_is_broken() -> bool:
+    """Whether stdout is a pipe that nobody reads any more (poll reports an error on it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # no poll, no fd
+        return False
 
 
 def quiet_stdout() -> None:
