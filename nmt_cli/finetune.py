@@ -28,6 +28,15 @@ from .tokenizer import tokenizer_files
 OWN_MODEL_SETTINGS = ("dropout", "freeze_embeddings")
 
 
+def parent_arch(parent: Path) -> str | None:
+    """The parent's model family, whose preset a fine-tuning run starts from unless told
+    otherwise; None when it is not a run (parent_of then says why)."""
+    try:
+        return read_config(Path(parent))[0].model.arch
+    except UserError:
+        return None
+
+
 def parent_of(config: Config) -> Path | None:
     """The run that `config` fine-tunes, checked to be a trained run; None for a new model."""
     if not config.train.finetune_from:

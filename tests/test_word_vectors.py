@@ -63,6 +63,13 @@ def test_finetuning_can_keep_the_parents_embeddings(small_corpus, tmp_path):
     for name in ("src_embedding", "tgt_embedding"):
         assert torch.equal(getattr(before, name).weight, getattr(after, name).weight)
     assert not torch.equal(before.encoder_rnn.weight_hh_l0, after.encoder_rnn.weight_hh_l0)
+    result = CliRunner().invoke(app, ["train", "--data", str(small_corpus), "--finetune",
+                                      str(parent), "--run", str(tmp_path / "cli"),
+                                      "--max-steps", "1"])
+    assert result.exit_code == 0, result.output  # the GRU's preset, not the Transformer's
+    schedule = json.loads((tmp_path / "cli" / "config.json").read_text())["config"]["train"][
+        "schedule"]
+    assert schedule == resolve_config("gru").train.schedule != resolve_config().train.schedule
 
 
 def test_bad_vector_files_are_one_line_errors(tmp_path):

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from ..checkpoint import TRAIN_STATE
 from ..config import PRESETS, command_line_overrides, resolve_config
 from ..errors import UserError
+from ..finetune import parent_arch
 from ..stopping import TrainingInterrupted, ignore_stop_signals
 from ..training import resume as resume_training
 from ..training import train as train_model
@@ -78,6 +79,8 @@ def train(
             run_dir = resume_training(resume, command_line_overrides(settings, options),
                                       on_event=display.show)
         else:
+            if finetune is not None and preset_name is None and arch is None:
+                options["model.arch"] = parent_arch(finetune)  # its family's preset
             config = resolve_config(preset_name, config_file, settings, options)
             run_dir = train_model(config, run, on_event=display.show)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
