@@ -13,7 +13,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev,serve,ct2]"  # the extras too: their tests run
+	$(BIN)/pip install --quiet -e ".[dev,serve,ct2,tensorboard]"  # the extras too: their tests run
 	touch $@
 
 test: install

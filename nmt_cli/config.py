@@ -114,6 +114,9 @@ class TrainConfig:
     # Fine-tuning: a run directory whose best weights and tokenizer a new run starts from
     # (finetune.py); "": random weights and a tokenizer trained on this corpus
     finetune_from: str = ""
+    # Also write the training log as TensorBoard scalars to RUN/tensorboard (tensorboard_log.py;
+    # needs the tensorboard extra)
+    tensorboard: bool = False
 
 
 @dataclass(frozen=True)
@@ -408,7 +411,8 @@ def command_line_overrides(settings: list[str] | None,
 # What a resumed run may change. train.keep_last only says which files stay; train.ema_decay
 # is fixed, since the average of the steps so far depends on it.
 RESUMABLE = (*LIMITS, "train.device", "train.precision", "train.accum", "train.compile",
-             "train.validate_every", "train.patience", "train.keep_last")
+             "train.validate_every", "train.patience", "train.keep_last",
+             "train.tensorboard")
 
 
 def resume_config(config: Config, overrides: dict[str, Any]) -> Config:

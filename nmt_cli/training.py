@@ -36,6 +36,7 @@ from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
+from .tensorboard_log import TensorBoardLog, summary_writer
 from .word_vectors import freeze_embeddings, initialise_embeddings
 
 
@@ -47,6 +48,8 @@ class Trainer:
         self.device = self.world.device
         self.config, self.run_dir = config, run_dir
         self.emit = on_event if self.world.is_main else (lambda event: None)
+        if config.train.tensorboard and self.world.is_main:
+            summary_writer()  # fails before the data work when TensorBoard is missing
         seed_everything(config.train.seed)
         parent = finetune.parent_of(config) if state is None else None  # resumed: in its state
         if parent is not None:
@@ -81,6 +84,9 @@ class Trainer:
         if state is not None:  # also drops log records past the saved step
             self.progress = checkpoint.restore_training(run_dir, state, self.model, self.updater,
                                                         TrainingProgress, self.world)
+        # metrics.jsonl is cut back to the saved step by now: the TensorBoard log starts from it
+        self.board = (TensorBoardLog(run_dir) if config.train.tensorboard and self.world.is_main
+                      else None)
         where = f"resuming at step {self.progress.step}" if state else "starting"
         self.emit(info(f"{config.model.arch}: {sum(p.numel() for p in self.model.parameters()):,} "
                        f"parameters on {self.device.type}; {where}; run directory {run_dir}"))
@@ -139,6 +145,8 @@ class Trainer:
     def write_metrics(self, record: Event) -> None:
         if self.world.is_main:
             checkpoint.append_metrics(self.run_dir, record)
+        if self.board is not None:
+            self.board.write(record)
 
     def validate_and_save(self) -> None:
         """Rank 0 validates (writing valid/step-N.txt), the others wait for its scores; the
@@ -161,6 +169,8 @@ class Trainer:
         finally:
             self.batches.close()
             self.corpus.close()
+            if self.board is not None:
+                self.board.close()
         if received:
             raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
         self.emit({"kind": "done", "step": self.progress.step, "best_bleu": self.progress.best_bleu,

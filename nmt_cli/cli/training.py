@@ -57,6 +57,9 @@ def train(
     resume: Annotated[Path | None, typer.Option(
         help="Continue this run exactly where it stopped (--run on such a run does too).")
     ] = None,
+    tensorboard: Annotated[bool, typer.Option(
+        "--tensorboard", help="Also log to RUN/tensorboard, for `tensorboard --logdir` "
+        "(needs the tensorboard extra).")] = False,
     finetune: Annotated[Path | None, typer.Option(
         help="Fine-tune this trained run: start from its best weights, tokenizer and model "
         "settings, with a new optimizer and schedule.")] = None,
@@ -68,6 +71,7 @@ def train(
                "train.batch_tokens": batch_tokens, "train.device": value(device),
                "train.seed": seed, "train.precision": value(precision), "train.accum": accum,
                "train.compile": True if compile_model else None,
+               "train.tensorboard": True if tensorboard else None,
                "train.finetune_from": finetune and str(finetune)}
     if resume is None and run is not None and (run / TRAIN_STATE).is_file():
         resume = run
