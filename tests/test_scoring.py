@@ -88,3 +88,19 @@ def test_score_command(run_dir, tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 1 and "line counts differ" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_output_file_that_is_an_input_is_refused_untouched(run_dir, tmp_path):
+    src, tgt = tmp_path / "src.en", tmp_path / "tgt.de"
+    src.write_text("A man.\n", encoding="utf-8")
+    tgt.write_text("Ein Mann.\n", encoding="utf-8")
+    (tmp_path / "link.de").symlink_to(tgt)
+    runs = (["score", "--src", str(src), "--tgt", str(tgt), "-o", str(tmp_path / "link.de")],
+            ["score", "--src", str(src), "--tgt", str(tgt), "-o", str(src)],
+            ["translate", "-i", str(src), "-o", str(src)])
+    for args in runs:
+        result = CliRunner().invoke(app, [*args, "--run", str(run_dir)])
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith("error: -o ") and "also the input" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert src.read_text() == "A man.\n" and tgt.read_text() == "Ein Mann.\n"

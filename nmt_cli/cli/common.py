@@ -69,6 +69,14 @@ def user_errors(command):
     return wrapper
 
 
+def check_output(output: Path | None, *inputs: Path | None) -> None:
+    """Refuse an output file that is also an input: opening it for writing would empty it
+    before it is read."""
+    for path in inputs:
+        if output and path and output.exists() and path.exists() and output.samefile(path):
+            raise UserError(f"-o {output}: it is also the input {path}; write elsewhere")
+
+
 def stdout_is_broken() -> bool:
     """Whether stdout is a pipe that nobody reads any more (poll reports an error on it)."""
     try:

@@ -39,6 +39,7 @@ from .common import (
     Precision,
     RunOption,
     app,
+    check_output,
     choices,
     err,
     user_errors,
@@ -76,6 +77,7 @@ def translate(
 
     With --nbest K, K hypotheses for each line in."""
     check_nbest(nbest, decode)
+    check_output(output_file, input_file)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
@@ -260,6 +262,7 @@ def score(
     """Score translations by a model: log P(target | source), one line per pair.
 
     A target too long for the model's positions scores nan (null in jsonl)."""
+    check_output(output_file, src, tgt)
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device)
