@@ -45,6 +45,14 @@ class Ensemble(Seq2Seq):
         logits, since a softmax of log-probabilities gives them back."""
         steps = [model.decode_step(prev_tokens, own)
                  for model, own in zip(self.models, state.states)]
-        log_probs = torch.stack([torch.log_softmax(logits.float(), -1) for logits, _ in steps])
-        mean = torch.logsumexp(log_probs, 0) - math.log(len(steps))
-        return mean, EnsembleState([own for _, own in steps])
+        return mean_distribution([logits for logits, _ in steps]), \
+            EnsembleState([own for _, own in steps])
+
+
+def mean_distribution(logits: list[torch.Tensor]) -> torch.Tensor:
+    """log(1/n * sum_i softmax(logits_i)), in float32: the models' mean distribution, as
+    logits (each model's own, unchanged, when there is one)."""
+    if len(logits) == 1:
+        return logits[0].float()
+    log_probs = torch.stack([torch.log_softmax(each.float(), -1) for each in logits])
+    return torch.logsumexp(log_probs, 0) - math.log(len(logits))

@@ -5,7 +5,8 @@ log-softmax of its output at each position gives log P(y_t | y_<t, x); their sum
 target's pieces and <eos> is log P(y | x), the log-probability that search reports for a
 translation it finds (<pad> and <sos> ruled out, as there). Low scores point at pairs the
 model finds unlikely: misaligned or noisy pairs of a corpus, or the worse of two translations
-of a source (reranking). `nmt score` prints them.
+of a source (reranking). `nmt score` prints them. An ensemble scores with the mean of its
+models' distributions, as it decodes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
+from .ensemble import Ensemble, mean_distribution
 from .loss import rows_per_slice
 from .prepared import read_pairs
 from .search import forbid_special_tokens
@@ -87,15 +89,20 @@ def target_log_probs(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     """log P of each target piece and the closing <eos>, a list per pair. The logits are
     made a slice of positions at a time, as the training loss makes them."""
     batch = Batch.from_ids(src_ids, tgt_ids).to(device)
+    models = list(model.models) if isinstance(model, Ensemble) else [model]
     with mixed_precision(device, precision):
-        features = model.features(batch.src, batch.tgt_in)
-        flat = features.reshape(-1, features.size(-1)).index_select(0, batch.tgt_positions)
+        flats = []
+        for each in models:
+            features = each.features(batch.src, batch.tgt_in)
+            flats.append(features.reshape(-1, features.size(-1))
+                         .index_select(0, batch.tgt_positions))
         targets = batch.tgt_out.reshape(-1, 1).index_select(0, batch.tgt_positions)
-        step = rows_per_slice(model.output_proj.weight.size(0), device)
+        step = rows_per_slice(models[0].output_proj.weight.size(0) * len(models), device)
         chosen = torch.cat([
-            torch.log_softmax(forbid_special_tokens(model.output_proj(flat[s : s + step]).float()),
-                              -1).gather(1, targets[s : s + step]).squeeze(1)
-            for s in range(0, flat.size(0), step)]).tolist()
+            torch.log_softmax(forbid_special_tokens(mean_distribution(
+                [each.output_proj(flat[s : s + step]) for each, flat in zip(models, flats)])),
+                -1).gather(1, targets[s : s + step]).squeeze(1)
+            for s in range(0, targets.size(0), step)]).tolist()
     out, at = [], 0
     for ids in tgt_ids:
         out.append(chosen[at : at + len(ids) + 1])

@@ -44,8 +44,9 @@ MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
 
 
 def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: str,
-          say: Callable[[str], None]) -> None:
-    """Load the run, listen on settings.host and settings.port, and answer until stopped."""
+          say: Callable[[str], None], ensemble: list[Path] | None = None) -> None:
+    """Load the run (with the runs of `ensemble` beside it), listen on settings.host and
+    settings.port, and answer until stopped."""
     check_settings(settings, decode)
     listener = listening_socket(settings.host, settings.port)  # a taken port fails at once
     # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler that
@@ -56,8 +57,8 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     # thread that will decode with it, the one thread that runs PyTorch (batching.py)
     thread = decoding_thread()
     engine = thread.submit(load_engine, settings.engine, run_dir, decode.device, quantize,
-                           decode.precision).result()
-    info = run_info(run_dir, engine.run_dir, settings, decode)
+                           decode.precision, ensemble).result()
+    info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [])
     app = create_app(engine, info, settings, decode, thread)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))

@@ -157,19 +157,21 @@ def finite(number: float) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def run_info(run_dir: Path, source: Path, settings: ServeConfig,
-             decode: DecodeConfig) -> dict[str, Any]:
-    """What GET /info tells: the run (by name only: no path of the server's leaves it), its
-    languages and model, its best validation BLEU, and what a request may ask for. `source`
-    is the run the weights were trained in (an export's run, which may not be at hand: its
-    fields are then null)."""
+def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
+             ensemble: list[Path]) -> dict[str, Any]:
+    """What GET /info tells: the run (by name only: no path of the server's leaves it) and
+    those of an ensemble decoding beside it, its languages and model, its best validation
+    BLEU, and what a request may ask for. `source` is the run the weights were trained in (an
+    export's run, which may not be at hand: its fields are then null). The parameters are
+    those of every model that decodes."""
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
     return {
-        "run": run_dir.resolve().name, "engine": settings.engine,
+        "run": run_dir.resolve().name, "ensemble": [other.resolve().name for other in ensemble],
+        "engine": settings.engine,
         "source_language": config.data.src_lang if config else None,
         "target_language": config.data.tgt_lang if config else None,
         "architecture": config.model.arch if config else None,
-        "parameters": parameter_count(source) if config else None,
+        "parameters": sum(map(parameter_count, [source, *ensemble])) if config else None,
         "best_val_bleu": best_val_bleu(source),
         "defaults": {"beam": decode.beam, "nbest": 1},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,

@@ -387,6 +387,13 @@ def test_an_ensemble_needs_runs_of_one_tokenizer(trained_run, small_corpus, tmp_
     result = invoke("eval", "--run", str(trained_run), "--ensemble", str(twin), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["source"].startswith(f"{trained_run} + {twin} on ")
+    (tmp_path / "src.en").write_bytes(lines)
+    (tmp_path / "tgt.de").write_text("Ein Mann läuft.\nZwei Hunde.\n", encoding="utf-8")
+    score = ["score", "--run", str(trained_run), "--src", str(tmp_path / "src.en"), "--tgt",
+             str(tmp_path / "tgt.de")]
+    scores = [invoke(*score, *more) for more in ([], ["--ensemble", str(twin)])]
+    assert scores[0].exit_code == scores[1].exit_code == 0, scores[1].output
+    assert len(scores[1].stdout.splitlines()) == 2 and scores[0].stdout != scores[1].stdout
     other = tmp_path / "other"  # a tokenizer of its own
     result = invoke("train", "--data", str(small_corpus), "--run", str(other), "--max-steps", "1",
                     *TINY_SETTINGS, "--set", "tokenizer.vocab_size=250")

@@ -15,6 +15,7 @@ from nmt_cli.checkpoint import load_run
 from nmt_cli.cli import app
 from nmt_cli.config import apply_overrides
 from nmt_cli.data import source_tensor
+from nmt_cli.ensemble import Ensemble
 from nmt_cli.scoring import score_pairs
 from nmt_cli.search import forbid_special_tokens
 from nmt_cli.special_tokens import EOS_ID, SOS_ID
@@ -47,11 +48,12 @@ def stepwise_log_prob(model, src_ids: list[int], tgt_ids: list[int]) -> float:
     return total
 
 
-@pytest.mark.parametrize("arch", ["transformer", "gru"])
+@pytest.mark.parametrize("arch", ["transformer", "gru", "ensemble"])
 def test_scores_are_the_log_probabilities_that_step_by_step_decoding_gives(run_dir, arch):
     run = load_run(run_dir, CPU)
-    if arch == "gru":  # an untrained GRU with the run's vocabulary
-        run = dataclasses.replace(run, model=tiny_model("gru", run.tokenizer.tgt_vocab_size))
+    gru = tiny_model("gru", run.tokenizer.tgt_vocab_size)  # untrained, the run's vocabulary
+    if arch != "transformer":  # the ensemble: the mean of the two models' distributions
+        run = dataclasses.replace(run, model=gru if arch == "gru" else Ensemble([run.model, gru]))
     src, tgt = read_sample("test", "en", 12), read_sample("test", "de", 12)
     tgt[3] = ""  # an empty translation scores its <eos> alone
     scores = score_pairs(run, CPU, src, tgt, batch_size=5)  # batches of mixed lengths

@@ -8,6 +8,7 @@ import http.client
 import json
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import safetensors.torch
 from typer.testing import CliRunner
 
 import nmt_cli
@@ -222,6 +224,33 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert (info["architecture"], info["parameters"]) == ("transformer", parameters)
     assert info["best_val_bleu"] == 12.25
     assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
+
+
+def test_an_ensemble_serves_the_mean_of_its_models(run_dir, translator, tmp_path):
+    twin = tmp_path / "twin"  # the run's tokenizer, its weights halved
+    shutil.copytree(run_dir, twin)
+    weights = safetensors.torch.load_file(twin / "model.safetensors")
+    safetensors.torch.save_file({k: v * 0.5 for k, v in weights.items()},
+                                twin / "model.safetensors")
+    lines = read_sample("test", "en", 6)
+    both = Translator.from_run(run_dir, "cpu", ensemble=[twin])
+    wanted = both.translate_nbest(lines, DecodeConfig(beam=3, **SHORT), 2)
+    alone = translator.translate_nbest(lines, DecodeConfig(beam=3, **SHORT), 2)
+    assert [h.score for hs in wanted for h in hs] != [h.score for hs in alone for h in hs]
+    server = Server(run_dir, *SHORT_OPTIONS, "--ensemble", str(twin))
+    try:
+        status, _, answer = call(server.url + "/translate", {"text": lines, "beam": 3,
+                                                             "nbest": 2})
+        info = call(server.url + "/info")[2]
+    finally:
+        assert server.stop() == 0
+    assert status == 200, answer
+    for line, hypotheses in zip(answer["translations"], wanted, strict=True):
+        assert [h["text"] for h in line["nbest"]] == [h.text for h in hypotheses]
+        assert [h["score"] for h in line["nbest"]] == pytest.approx(
+            [h.score for h in hypotheses], rel=1e-4, abs=1e-4)
+    parameters = sum(p.numel() for p in translator.run.model.parameters())
+    assert info["ensemble"] == ["twin"] and info["parameters"] == 2 * parameters
 
 
 def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator):

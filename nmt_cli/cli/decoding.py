@@ -254,6 +254,7 @@ def score(
                          "log-probability of each target token.")] = SCORE_TEXT,
     output_file: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the scores here instead of stdout.")] = None,
+    ensemble: EnsembleOption = None,
     batch_size: Annotated[int, typer.Option(help=DECODE_HELP["batch_size"])] = 64,
     device: Annotated[Device, typer.Option(help=DECODE_HELP["device"])] = AUTO_DEVICE,
     precision: Annotated[Precision, typer.Option(help=DECODE_HELP["precision"])
@@ -265,7 +266,7 @@ def score(
     check_output(output_file, src, tgt)
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value)  # checks them
-    translator = Translator.from_run(run or latest_run(), settings.device)
+    translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
                         settings.precision, translator.warn)
     with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(

@@ -13,7 +13,7 @@ from ..checkpoint import latest_run
 from ..config import DecodeConfig
 from ..errors import UserError
 from ..service import ENGINES, ServeConfig
-from .common import app, err, user_errors, with_decode_options
+from .common import EnsembleOption, app, err, user_errors, with_decode_options
 
 DEFAULTS = ServeConfig()
 SERVE_PACKAGES = ("fastapi", "starlette", "pydantic", "uvicorn")
@@ -42,6 +42,7 @@ def serve(
     max_wait_ms: Annotated[float, typer.Option(
         help="How long a batch waits for more requests before decoding.")
     ] = DEFAULTS.max_wait_ms,
+    ensemble: EnsembleOption = None,
 ):
     """Serve a run over HTTP: POST /translate, GET /health, GET /info (JSON).
 
@@ -55,7 +56,7 @@ def serve(
     if not is_loopback(host):
         say(f"warning: --host {host} answers other machines too, and nmt serve has no "
             "authentication")
-    server.serve(run or latest_run(), settings, decode, quantize, say)
+    server.serve(run or latest_run(), settings, decode, quantize, say, ensemble or [])
 
 
 def say(message: str) -> None:
