@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 from contextlib import ExitStack
 from pathlib import Path
@@ -39,7 +40,7 @@ from .files import atomic_write, atomic_write_bytes, atomic_write_text
 from .models import Seq2Seq
 from .optim import Updater
 from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE
-from .validation import validate
+from .validation import selection_score, validate
 
 AVERAGE_FILE = "average.json"  # in an averaged run directory: what was averaged
 
@@ -67,10 +68,10 @@ class Averages:
 
     def __init__(self, model: Seq2Seq, t: TrainConfig, state: dict[str, Any] | None = None):
         """Made before `model` is compiled; `state`: the training state of a resumed run."""
-        self.keep_last, self.decay = t.keep_last, t.ema_decay
+        self.keep_last, self.decay, self.metric = t.keep_last, t.ema_decay, t.best_metric
         self.ema = ema_copy(model) if self.decay else None
-        self.updates, self.best_bleu = 0, -1.0
-        self.improved = False  # the EMA's BLEU was the best yet at the latest validation
+        self.updates, self.best_score = 0, -math.inf  # validation.selection_score
+        self.improved = False  # the EMA's score was the best yet at the latest validation
         if self.ema is not None and state is not None:
             self.load_state_dict(state)
 
@@ -87,14 +88,15 @@ class Averages:
     def validate(self, model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
                  device: torch.device, outputs: Path) -> tuple[dict[str, Any], list[dict]]:
         """validation.validate of `model`, then of the EMA (its translations beside, in
-        ema-step-N.txt): its scores join the others as ema_val_loss, ema_val_ppl, ema_val_bleu
-        and ema_best (its BLEU is the best yet)."""
+        ema-step-N.txt): its scores join the others as ema_val_loss, ema_val_bleu and so on,
+        and ema_best (its score by train.best_metric is the best yet)."""
         metrics, samples = validate(model, corpus, t, device, outputs)
         if self.ema is None:
             return metrics, samples
         scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"))
-        self.improved = scores["val_bleu"] > self.best_bleu  # TrainingProgress.count_validation
-        self.best_bleu = max(self.best_bleu, scores["val_bleu"])
+        score = selection_score(scores, self.metric)
+        self.improved = score > self.best_score  # as TrainingProgress.count_validation
+        self.best_score = max(self.best_score, score)
         return {**metrics, **{f"ema_{k}": v for k, v in scores.items()},
                 "ema_best": self.improved}, samples
 
@@ -119,18 +121,19 @@ class Averages:
                 path.unlink()
 
     def summary(self) -> dict[str, float]:
-        """For the end of training: the EMA's best validation BLEU, when there is an EMA."""
-        return {"ema_best_bleu": self.best_bleu} if self.ema is not None else {}
+        """For the end of training: the EMA's best validation score, when there is an EMA."""
+        return {"ema_best_score": self.best_score} if self.ema is not None else {}
 
     def state_dict(self) -> dict[str, Any]:
         return {"weights": self.ema.state_dict(), "updates": self.updates,
-                "best_bleu": self.best_bleu}
+                "best_score": self.best_score}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         try:
             ema = state["ema"]
             self.ema.load_state_dict(ema["weights"])
-            self.updates, self.best_bleu = int(ema["updates"]), float(ema["best_bleu"])
+            best = ema["best_score"] if "best_score" in ema else ema["best_bleu"]  # older runs
+            self.updates, self.best_score = int(ema["updates"]), float(best)
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             raise UserError(f"{checkpoint.TRAIN_STATE}: its EMA weights do not match this run "
                             f"({type(e).__name__})") from None
@@ -139,13 +142,15 @@ class Averages:
 def average_run(run_dir: Path, output: Path | None = None, last: int | None = None,
                 best: int | None = None, ema: bool = False) -> tuple[Path, list[Path]]:
     """Write a run directory whose weights are the mean of some of `run_dir`'s kept ones: the
-    `last` K, the `best` K by validation BLEU (neither: all kept), or with `ema` its best EMA
+    `last` K, the `best` K by validation score (train.best_metric; neither: all kept), or with
+    `ema` its best EMA
     weights. Config and tokenizer are copied, so every command takes it. Returns the new
     directory (default: RUN-lastK, RUN-bestK, RUN-ema) and the files averaged."""
     run_dir = Path(run_dir)
     check_selection(last, best, ema)
-    checkpoint.read_config(run_dir)  # a one-line error if this is no run directory
-    sources = [ema_weights(run_dir)] if ema else choose_checkpoints(run_dir, last, best)
+    metric = checkpoint.read_config(run_dir)[0].train.best_metric  # and a one-line error if
+    sources = [ema_weights(run_dir)] if ema else choose_checkpoints(  # this is no run
+        run_dir, last, best, metric)
     label = "ema" if ema else f"best{best}" if best else f"last{len(sources)}"
     output = Path(output) if output else run_dir.with_name(f"{run_dir.name}-{label}")
     weights = mean_weights(sources)
@@ -183,33 +188,34 @@ def ema_weights(run_dir: Path) -> Path:
     return path
 
 
-def choose_checkpoints(run_dir: Path, last: int | None, best: int | None) -> list[Path]:
-    """The kept weights to average, oldest first: the last `last`, the `best` with the highest
-    validation BLEU (ties: the earlier), or all of them."""
+def choose_checkpoints(run_dir: Path, last: int | None, best: int | None,
+                       metric: str = "bleu") -> list[Path]:
+    """The kept weights to average, oldest first: the last `last`, the `best` with the best
+    validation score by `metric` (ties: the earlier), or all of them."""
     kept = checkpoint.kept_weights(run_dir)
     if not kept:
         raise UserError(f"{run_dir}: no kept checkpoints (step-N.safetensors); train with "
                         "--set train.keep_last=K to keep the last K")
-    bleu = validation_bleu(run_dir) if best else {}
+    scores = validation_scores(run_dir, metric) if best else {}
     if best:
-        kept = [(step, path) for step, path in kept if step in bleu]
+        kept = [(step, path) for step, path in kept if step in scores]
     wanted = best or last or len(kept)
     if len(kept) < wanted:
-        option, which = ("--best", " with a validation BLEU") if best else ("--last", "")
+        option, which = ("--best", " with a validation score") if best else ("--last", "")
         raise UserError(f"{run_dir}: {option} {wanted} asks for {wanted} checkpoints, but only "
                         f"{len(kept)} are kept{which} (train.keep_last sets how many)")
     if best:
-        kept = sorted(sorted(kept, key=lambda item: (-bleu[item[0]], item[0]))[:best])
+        kept = sorted(sorted(kept, key=lambda item: (-scores[item[0]], item[0]))[:best])
     return [path for _, path in kept[-wanted:]]
 
 
-def validation_bleu(run_dir: Path) -> dict[int, float]:
-    """Validation BLEU by step, from the run's metrics.jsonl."""
+def validation_scores(run_dir: Path, metric: str) -> dict[int, float]:
+    """validation.selection_score by step, from the run's metrics.jsonl."""
     path = run_dir / checkpoint.METRICS_FILE
     if not path.is_file():
-        raise UserError(f"{run_dir}: no {checkpoint.METRICS_FILE} to rank checkpoints by BLEU")
-    return {r["step"]: r["val_bleu"] for _, r in checkpoint.metrics_records(path)
-            if r.get("kind") == "validate" and "step" in r and "val_bleu" in r}
+        raise UserError(f"{run_dir}: no {checkpoint.METRICS_FILE} to rank checkpoints by")
+    return {r["step"]: selection_score(r, metric) for _, r in checkpoint.metrics_records(path)
+            if r.get("kind") == "validate" and "step" in r and f"val_{metric}" in r}
 
 
 def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:

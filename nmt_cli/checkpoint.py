@@ -119,7 +119,7 @@ def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updat
     try:
         model.load_state_dict(state["model"])
         updater.load_state_dict(state)
-        progress = progress_type(**state["progress"])
+        progress = progress_type.from_state(state["progress"])
         restore_rng(rng_of_rank(state["rng"], world.rank), world.device)
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise UserError(f"{run_dir / TRAIN_STATE}: does not match this run "

@@ -27,6 +27,7 @@ ARCHS = ("transformer", "gru")
 ATTENTION_SCORES = ("additive", "dot", "general", "none")
 TOKENIZER_TYPES = ("unigram", "bpe")
 SCHEDULES = ("inverse_sqrt", "linear", "constant", "plateau")
+BEST_METRICS = ("bleu", "chrf", "loss")  # what ranks validations (validation.selection_score)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 QUANTIZATIONS = ("none", "int8")
@@ -97,7 +98,11 @@ class TrainConfig:
     max_time: float = 0.0  # seconds; 0: no limit
     epochs: int = 0  # 0: no limit
     validate_every: int = 200  # steps
-    patience: int = 0  # stop after this many validations without a better BLEU; 0: never
+    patience: int = 0  # stop after this many validations without a better score; 0: never
+    # What ranks validations: the best weights (model.safetensors, ema.safetensors), patience,
+    # the plateau schedule and `nmt average --best` follow the greedy translations' BLEU or
+    # chrF, or the teacher-forced loss
+    best_metric: str = "bleu"
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | mps
     precision: str = "auto"  # auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16 (autocast)
@@ -229,7 +234,8 @@ class Config:
 # The checks of Config, by key.
 CHOICES = {"model.arch": ARCHS, "model.attention": ATTENTION_SCORES,
            "tokenizer.model_type": TOKENIZER_TYPES, "train.schedule": SCHEDULES,
-           "train.device": DEVICES, "train.precision": PRECISIONS}
+           "train.device": DEVICES, "train.precision": PRECISIONS,
+           "train.best_metric": BEST_METRICS}
 AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_positions",
                 "tokenizer.vocab_size", "data.max_len", "train.batch_tokens",
                 "train.validate_every", "train.max_bad_steps", "train.accum")

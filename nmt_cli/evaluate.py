@@ -48,10 +48,6 @@ def evaluate(hypotheses: list[str], references: list[str],
     return scores
 
 
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    return evaluate(hypotheses, references, ("bleu",))[0].score
-
-
 @dataclass(frozen=True)
 class Evaluation:
     """What was scored against what, and the scores."""

@@ -1,10 +1,11 @@
 """What training reports through its `on_event` callback: plain dicts with a "kind".
 
     step      step, epoch, loss, lr, tokens, tokens_per_s, elapsed, fraction (of the limit)
-    validate  step, val_loss, val_ppl, val_bleu, best, samples (source, reference, output)
+    validate  step, val_loss, val_ppl, val_bleu, val_chrf, best, samples (source, reference,
+              output); with an EMA, ema_val_loss ... ema_best
     skipped   step, skipped_steps, reason (a NaN/inf step, or an fp16 overflow)
     info, warning   message
-    done      step, best_bleu, run_dir
+    done      step, best_metric, best_score (validation.selection_score), run_dir
 
 The same records (less `fraction` and `samples`) are appended to the run's metrics.jsonl.
 """

@@ -118,10 +118,10 @@ class Updater:
             self.scheduler.step()
         return Step.TAKEN, loss_value
 
-    def validated(self, bleu: float) -> None:
-        """The plateau schedule lowers the rate when validation BLEU stalls."""
+    def validated(self, score: float) -> None:
+        """The plateau schedule lowers the rate when the validation score stalls."""
         if self.steps_on_validation:
-            self.scheduler.step(bleu)
+            self.scheduler.step(score)
 
     def state_dict(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(),

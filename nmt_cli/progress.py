@@ -1,8 +1,9 @@
 """How far a training run has got, and the rules that end it.
 
 Everything here is saved in the training state, so a resumed run stops where an uninterrupted
-one would have: at the first limit reached (steps, training time, epochs), when validation BLEU
-has not improved for `patience` validations, or after too many NaN/inf steps in a row.
+one would have: at the first limit reached (steps, training time, epochs), when the validation
+score (train.best_metric) has not improved for `patience` validations, or after too many
+NaN/inf steps in a row.
 """
 
 from __future__ import annotations
@@ -22,13 +23,22 @@ class TrainingProgress:
     step: int = 0  # updates taken
     epoch: int = 0
     batch_in_epoch: int = 0  # index of the next batch of this epoch
-    best_bleu: float = -1.0
+    best_score: float = -math.inf  # validation.selection_score: higher is better
     bad_validations: int = 0
     bad_steps: int = 0  # consecutive steps with a NaN/inf loss or gradient
     skipped_steps: int = 0  # all skipped steps, fp16 overflows included
     overflow_steps: int = 0  # fp16 overflows: skipped while the loss scale shrinks; harmless
     validated_at: int = -1  # step of the latest validation
     train_time: float = 0.0  # seconds spent training so far
+
+    @classmethod
+    def from_state(cls, saved: dict) -> TrainingProgress:
+        """The progress saved in a training state (by this version, or by one that ranked
+        validations by BLEU alone, in `best_bleu`)."""
+        saved = dict(saved)
+        if "best_bleu" in saved:
+            saved["best_score"] = saved.pop("best_bleu")
+        return cls(**saved)
 
     @property
     def at_start(self) -> bool:
@@ -81,12 +91,12 @@ class TrainingProgress:
                             f"loss or gradient (at step {self.step}); the last good checkpoint "
                             f"is in {run_dir}; try a lower train.lr")
 
-    def count_validation(self, bleu: float) -> bool:
-        """Record a validation's BLEU; True when it is the best so far."""
+    def count_validation(self, score: float) -> bool:
+        """Record a validation's score; True when it is the best so far."""
         self.validated_at = self.step
-        improved = bleu > self.best_bleu
+        improved = score > self.best_score
         if improved:
-            self.best_bleu, self.bad_validations = bleu, 0
+            self.best_score, self.bad_validations = score, 0
         else:
             self.bad_validations += 1
         return improved

@@ -3,7 +3,8 @@
 Each step feeds the decoder the reference prefix (<sos> y1 .. yn, data.Batch) and takes the
 softmax cross-entropy against y1 .. yn <eos> (loss.py); the Updater clips the gradient, takes an
 AdamW step and sets the rate (optim.py). Every `validate_every` steps validation.py scores the
-model; the best weights by BLEU are kept. Progress goes to an `on_event` callback.
+model; the best weights by train.best_metric (BLEU by default) are kept. Progress goes to an
+`on_event` callback.
 
 A run can stop at any moment and go on exactly where it was (progress.py, checkpoint.py);
 SIGINT/SIGTERM finish the current step, save, and raise `TrainingInterrupted`. Under torchrun
@@ -37,6 +38,7 @@ from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, stop_signals
 from .tensorboard_log import TensorBoardLog, summary_writer
+from .validation import selection_score
 from .word_vectors import freeze_embeddings, initialise_embeddings
 
 
@@ -155,8 +157,9 @@ class Trainer:
         metrics, samples = self.world.from_main(
             self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs)
             if self.world.is_main else None)
-        improved = self.progress.count_validation(metrics["val_bleu"])
-        self.updater.validated(metrics["val_bleu"])
+        score = selection_score(metrics, self.config.train.best_metric)
+        improved = self.progress.count_validation(score)
+        self.updater.validated(score)
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
         self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
@@ -173,8 +176,10 @@ class Trainer:
                 self.board.close()
         if received:
             raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
-        self.emit({"kind": "done", "step": self.progress.step, "best_bleu": self.progress.best_bleu,
-                   "run_dir": str(self.run_dir), **self.averages.summary()})
+        self.emit({"kind": "done", "step": self.progress.step,
+                   "best_metric": self.config.train.best_metric,
+                   "best_score": self.progress.best_score, "run_dir": str(self.run_dir),
+                   **self.averages.summary()})
         return self.run_dir
 
     def loop(self, received: list[int]) -> None:
@@ -212,7 +217,8 @@ class Trainer:
         """Validate and save; True when patience has run out (early stopping)."""
         self.validate_and_save()
         if stop := self.progress.out_of_patience(t := self.config.train):
-            self.emit(info(f"early stopping: no better BLEU in {t.patience} validations"))
+            self.emit(info(f"early stopping: no better validation {t.best_metric} in "
+                           f"{t.patience} validations"))
         return stop
 
     def count_step(self, loss: float) -> bool:

@@ -1,6 +1,7 @@
-"""Scoring the model during training: teacher-forced loss and perplexity, and the BLEU of its
-greedy translations of the validation set, which are written to the run directory
-(valid/step-000500.txt) and three of which are shown."""
+"""Scoring the model during training: teacher-forced loss and perplexity, and the BLEU and
+chrF of its greedy translations of the validation set, which are written to the run directory
+(valid/step-000500.txt) and three of which are shown. One of them, train.best_metric, ranks
+the validations (`selection_score`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .config import DecodeConfig, TrainConfig
 from .corpus import TrainingCorpus
 from .data import make_batch, token_batches
 from .devices import mixed_precision
-from .evaluate import bleu
+from .evaluate import evaluate
 from .files import atomic_write_text
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
@@ -26,8 +27,9 @@ SAMPLES = 3  # validation pairs shown with the model's output at every validatio
 @torch.inference_mode()
 def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: torch.device,
              outputs: Path) -> tuple[dict[str, float], list[dict[str, str]]]:
-    """Loss per target token and perplexity (no label smoothing), and BLEU; the translations
-    go to the file `outputs`. Returns the scores and a few (source, reference, output)."""
+    """Loss per target token and perplexity (no label smoothing), BLEU and chrF; the
+    translations go to the file `outputs`. Returns the scores and a few (source, reference,
+    output)."""
     model.eval()
     total_loss, total_tokens = 0.0, 0
     for indices in token_batches(*corpus.val.lengths(), t.batch_tokens):
@@ -43,8 +45,21 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
     samples = [{"source": s, "reference": r, "output": o}
                for s, r, o in list(zip(text.src, text.tgt, hypotheses))[:SAMPLES]]
-    return {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)),
-            "val_bleu": bleu(hypotheses, text.tgt)}, samples
+    bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf")))
+    return {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
+            "val_chrf": chrf}, samples
+
+
+def selection_score(metrics: dict[str, float], metric: str, prefix: str = "") -> float:
+    """The score of a validation by `metric` (train.best_metric), higher being better: its
+    BLEU, its chrF, or minus its loss. `prefix`: "ema_" for the EMA's."""
+    value = metrics[f"{prefix}val_{metric}"]
+    return -value if metric == "loss" else value
+
+
+def shown_score(score: float, metric: str) -> float:
+    """A selection score as the metric reads (a loss again positive)."""
+    return -score if metric == "loss" else score
 
 
 def translate_greedy(model: Seq2Seq, corpus: TrainingCorpus, lines: list[str], precision: str,

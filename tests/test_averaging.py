@@ -253,6 +253,20 @@ def test_best_k_by_validation_bleu(reference, tmp_path):
     assert [p.name for p in sources] == ["step-000016.safetensors"]
 
 
+def test_best_k_by_the_runs_own_metric(reference, tmp_path):
+    """A run ranking validations by loss averages those of the lowest loss."""
+    run = known_run(reference, tmp_path / "run", {4: 10.0, 8: 30.0, 12: 20.0, 16: 30.0})
+    description = json.loads((run / "config.json").read_text())
+    description["config"]["train"]["best_metric"] = "loss"
+    (run / "config.json").write_text(json.dumps(description))
+    losses = {4: 2.0, 8: 4.0, 12: 1.5, 16: 3.0}
+    (run / "metrics.jsonl").write_text("".join(
+        json.dumps({"kind": "validate", "step": step, "val_bleu": 0.0, "val_loss": loss}) + "\n"
+        for step, loss in losses.items()))
+    _, sources = average_run(run, best=2)
+    assert [p.name for p in sources] == ["step-000004.safetensors", "step-000012.safetensors"]
+
+
 def test_bad_requests_are_one_line_errors(reference, tmp_path):
     run = str(reference)
     one_line_error(invoke("average", run, "--last", "3"), "--last 3", "only 2 are kept")
@@ -294,12 +308,18 @@ def test_settings_are_checked_and_keep_last_may_change_on_resume():
 def test_the_end_of_training_points_to_the_ema_when_it_validated_higher(capsys):
     from nmt_cli.cli.training import TrainingDisplay
 
-    done = {"kind": "done", "step": 10, "best_bleu": 30.0, "run_dir": "runs/x"}
+    done = {"kind": "done", "step": 10, "best_metric": "bleu", "best_score": 30.0,
+            "run_dir": "runs/x"}
+    by_loss = {**done, "best_metric": "loss", "best_score": -2.5}
     with TrainingDisplay() as display:
-        display.show({**done, "ema_best_bleu": 31.0})
-        display.show({**done, "ema_best_bleu": 29.0})
+        display.show({**done, "ema_best_score": 31.0})
+        display.show({**done, "ema_best_score": 29.0})
         display.show(done)
+        display.show({**by_loss, "ema_best_score": -2.25})
+        display.show({**by_loss, "ema_best_score": -2.75})
     said = " ".join(capsys.readouterr().err.split())
-    assert said.count("done after 10 steps") == 3
-    assert said.count("the EMA validated higher (31.00); to translate with it: "
+    assert said.count("done after 10 steps; best val BLEU 30.00") == 3
+    assert said.count("the EMA validated better (BLEU 31.00); to translate with it: "
                       "nmt average runs/x --ema") == 1
+    assert said.count("done after 10 steps; best val loss 2.50") == 2
+    assert said.count("the EMA validated better (loss 2.25)") == 1

@@ -367,3 +367,19 @@ def test_failed_save_is_reported_and_the_previous_checkpoint_kept(corpus, tmp_pa
     assert "previous one is kept" in warnings[0]
     for name, data in files.items():
         assert (trainer.run_dir / name).read_bytes() == data, name
+
+
+def test_a_run_saved_when_only_bleu_ranked_validations_resumes(corpus, reference, tmp_path):
+    """Training states written before train.best_metric keep the best BLEU as best_bleu."""
+    run_dir = prepare_run_dir(tmp_path / "run")
+    interrupted(tiny_config(corpus, 30), run_dir, 11)
+    path = run_dir / checkpoint.TRAIN_STATE
+    state = checkpoint.load_train_state(path)
+    state["progress"]["best_bleu"] = state["progress"].pop("best_score")
+    checkpoint.save_train_state(path, state)
+    resume(run_dir)
+    assert validations(run_dir) == validations(reference)
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    flags = [(r["step"], r["best"]) for r in records if r["kind"] == "validate"]
+    assert flags == [(r["step"], r["best"]) for r in map(json.loads, (
+        reference / "metrics.jsonl").open()) if r["kind"] == "validate"]

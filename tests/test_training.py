@@ -1,9 +1,11 @@
 """Training through the Python API: schedule, checkpoints, reloading."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from nmt_cli import Translator, preset
 from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
@@ -114,3 +116,51 @@ def test_accumulating_two_batches_is_one_update_on_both(small_corpus, tmp_path):
         grads[name] = (loss, tokens, [p.grad.clone() for p in trainer.model.parameters()])
     assert grads["one"][:2] == pytest.approx(grads["two"][:2], rel=1e-5)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads["one"][2], grads["two"][2]))
+
+
+def same_weights(a: Path, b: Path) -> bool:
+    first, second = load_file(a), load_file(b)
+    return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+
+
+def running_best(scores: list[float]) -> list[bool]:
+    return [s > max(scores[:i], default=-math.inf) for i, s in enumerate(scores)]
+
+
+@pytest.fixture(scope="module")
+def ranked_runs(small_corpus, tmp_path_factory):
+    """The same 12 steps, validated every 3, their validations ranked by each metric."""
+    runs = {}
+    for metric in ("bleu", "chrf", "loss"):
+        config = apply_overrides(preset("transformer"), {
+            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
+            "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.max_steps": 12,
+            "train.validate_every": 3, "train.keep_last": 4, "train.ema_decay": 0.9,
+            "train.lr": 3e-3, "train.warmup_steps": 4, "train.best_metric": metric})
+        events = []
+        Trainer(config, prepare_run_dir(tmp_path_factory.mktemp(metric) / "run"),
+                events.append).run()
+        runs[metric] = events
+    return runs
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf", "loss"])
+def test_the_best_weights_follow_train_best_metric(ranked_runs, metric):
+    events = ranked_runs[metric]
+    validations = [e for e in events if e["kind"] == "validate"]
+    sign = -1 if metric == "loss" else 1
+    for prefix, flag in (("", "best"), ("ema_", "ema_best")):
+        scores = [sign * v[f"{prefix}val_{metric}"] for v in validations]
+        assert [v[flag] for v in validations] == running_best(scores)
+    best = [v["step"] for v in validations if v["best"]][-1]
+    run_dir = Path(events[-1]["run_dir"])
+    assert same_weights(run_dir / "model.safetensors", run_dir / f"step-{best:06d}.safetensors")
+    assert events[-1]["best_metric"] == metric
+    assert events[-1]["best_score"] == max(sign * v[f"val_{metric}"] for v in validations)
+
+
+def test_the_metrics_rank_these_validations_differently(ranked_runs):
+    """What makes the test above able to fail: BLEU and loss pick other validations here."""
+    flags = {metric: [e["best"] for e in events if e["kind"] == "validate"]
+             for metric, events in ranked_runs.items()}
+    assert flags["bleu"] != flags["loss"]

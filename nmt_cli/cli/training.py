@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..finetune import parent_arch
 from ..stopping import TrainingInterrupted, ignore_stop_signals
 from ..training import resume as resume_training
 from ..training import train as train_model
+from ..validation import shown_score
 from .common import Arch, Device, Precision, app, err, user_errors, value
 
 
@@ -137,12 +139,10 @@ class TrainingDisplay:
                             loss=event["loss"], lr=event["lr"], speed=event["tokens_per_s"])
         elif kind == "validate":
             mark = " (best)" if event["best"] else ""
-            say(f"step {event['step']}: val loss {event['val_loss']:.3f}  "
-                f"ppl {event['val_ppl']:.2f}  BLEU {event['val_bleu']:.2f}{mark}")
+            say(f"step {event['step']}: {validation_line(event)}{mark}")
             if "ema_val_bleu" in event:
                 mark = " (best)" if event["ema_best"] else ""
-                say(f"step {event['step']} EMA: val loss {event['ema_val_loss']:.3f}  "
-                    f"ppl {event['ema_val_ppl']:.2f}  BLEU {event['ema_val_bleu']:.2f}{mark}")
+                say(f"step {event['step']} EMA: {validation_line(event, 'ema_')}{mark}")
             for sample in event.get("samples", []):
                 say(f"  source     {sample['source']}\n  reference  {sample['reference']}\n"
                     f"  output     {sample['output']}", highlight=False, markup=False)
@@ -151,10 +151,22 @@ class TrainingDisplay:
         elif kind == "info":
             say(event["message"], highlight=False)
         elif kind == "done":
-            say(f"done after {event['step']} steps; best val BLEU {event['best_bleu']:.2f}; "
-                f"run: {event['run_dir']}")
-            if event.get("ema_best_bleu", -1.0) > event["best_bleu"]:
-                say(f"the EMA validated higher ({event['ema_best_bleu']:.2f}); to translate with "
+            metric = event["best_metric"]
+            name = METRIC_NAMES[metric]
+            say(f"done after {event['step']} steps; best val {name} "
+                f"{shown_score(event['best_score'], metric):.2f}; run: {event['run_dir']}")
+            if event.get("ema_best_score", -math.inf) > event["best_score"]:
+                say(f"the EMA validated better ({name} "
+                    f"{shown_score(event['ema_best_score'], metric):.2f}); to translate with "
                     f"it: nmt average {event['run_dir']} --ema", highlight=False)
+
+
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "loss": "loss"}  # train.best_metric
+
+
+def validation_line(event: dict[str, Any], prefix: str = "") -> str:
+    """A validation's scores, its own or (prefix "ema_") its EMA's."""
+    return (f"val loss {event[prefix + 'val_loss']:.3f}  ppl {event[prefix + 'val_ppl']:.2f}  "
+            f"BLEU {event[prefix + 'val_bleu']:.2f}  chrF {event[prefix + 'val_chrf']:.2f}")
 
 
