@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from .checkpoint import Run
 from .config import DecodeConfig, check_choice
 from .data import Batch
 from .devices import mixed_precision
 from .errors import UserError
 from .models import Seq2Seq, Transformer, attention_by_layer
+from .pictures import draw_attention
 from .search import translate_ids
 from .translate import Translator
+from .validation import GREEDY
 
 ATTENTION_KINDS = ("cross", "encoder", "decoder")
 LAYER_WORDS = ("all",)  # --layer N | all (default: the last layer)
@@ -76,7 +80,15 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
     translator.move_to(config.device)
     with mixed_precision(translator.device, config.precision):
         out_ids = translate_ids(run.model, [src_ids], config, translator.device)[0]
-    layers = attention_weights(run.model, src_ids, out_ids, kind, translator.device)
+    return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device)
+
+
+def collect_maps(run: Run, src_ids: list[int], out_ids: list[int], kind: str, layer: int | str,
+                 head: int | str, device: torch.device) -> AttentionMaps:
+    """The maps of `kind` for a source and its translation (token ids), `layer` and `head`
+    as parse_index gives them."""
+    num_layers, num_heads = map_counts(run.model, kind)
+    layers = attention_weights(run.model, src_ids, out_ids, kind, device)
     source = [run.tokenizer.src.id_to_piece(i) for i in src_ids] + ["<eos>"]
     output = [run.tokenizer.tgt.id_to_piece(i) for i in out_ids] + ["<eos>"]
     rows, columns = {"cross": (output, source), "encoder": (source, source),
@@ -138,3 +150,21 @@ def select_maps(layers: list[torch.Tensor], layer: int | str,
             chosen = weights.mean(0) if name == "mean" else weights[name - 1]  # (rows, columns)
             maps.append(HeadMap(number, name, chosen.tolist()))
     return maps
+
+
+def draw_validation_attention(run: Run, sentences: list[str], folder: Path, step: int,
+                              device: torch.device, precision: str) -> list[Path]:
+    """At a validation (train.attention_plots): the cross-attention of the model's greedy
+    translation of each of `sentences`, its last layer's heads and their mean, drawn to
+    folder/step-NNNNNN-K.png (K from 1) as `nmt attention` draws it."""
+    src_ids = [ids[: run.model.max_positions - 1] for ids in run.tokenizer.encode_src(sentences)]
+    with mixed_precision(device, precision):
+        out_ids = translate_ids(run.model, src_ids, GREEDY, device)
+    folder.mkdir(exist_ok=True)
+    last, drawn = map_counts(run.model, "cross")[0], []
+    for k, (src, out) in enumerate(zip(src_ids, out_ids), 1):
+        if src:
+            maps = collect_maps(run, src, out, "cross", last, "all", device)
+            maps.run = f"{maps.run} at step {step}"
+            drawn.append(draw_attention(maps.to_json(), folder / f"step-{step:06d}-{k}.png"))
+    return drawn

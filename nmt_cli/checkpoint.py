@@ -2,14 +2,18 @@
 
     config.json          the resolved configuration and vocabulary sizes
     spm.model            the tokenizer (spm.src.model + spm.tgt.model when not joint)
-    model.safetensors    the best weights by validation BLEU (what translation uses)
+    model.safetensors    the best weights by validation BLEU, or train.best_metric (what
+                         translation uses)
     last.safetensors     the weights of the latest step
     step-N.safetensors   with train.keep_last = K: the weights of the last K validations
-    ema.safetensors      with train.ema_decay: the best EMA weights by validation BLEU
+    ema.safetensors      with train.ema_decay: the best EMA weights by the same
     ema-last.safetensors ... and the EMA weights of the latest step (averaging.py)
     train_state.pt       everything needed to go on exactly: weights, optimizer moments,
                          schedule, progress (step, epoch, batch) and random states
     metrics.jsonl        one JSON object per logged step or validation
+    valid/step-N.txt     the greedy translations of the validation set at step N
+    attention/step-N-K.png   with train.attention_plots: validation sentence K's cross-attention
+    tensorboard/         with train.tensorboard: metrics.jsonl as TensorBoard event files
 
 Weights are stored as safetensors; the training state is read back with
 `torch.load(weights_only=True)`. No Python object is ever unpickled.
@@ -48,6 +52,7 @@ EMA_LAST_WEIGHTS = "ema-last.safetensors"
 KEPT_WEIGHTS = re.compile(r"step-(\d+)\.safetensors")
 TRAIN_STATE = "train_state.pt"
 METRICS_FILE = "metrics.jsonl"
+ATTENTION_DIR = "attention"  # train.attention_plots: attention/step-NNNNNN-K.png
 
 
 def new_run_dir(config: Config, runs_dir: Path = Path(RUNS_DIR)) -> Path:

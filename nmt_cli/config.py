@@ -122,6 +122,10 @@ class TrainConfig:
     # Also write the training log as TensorBoard scalars to RUN/tensorboard (tensorboard_log.py;
     # needs the tensorboard extra)
     tensorboard: bool = False
+    # At each validation, draw the cross-attention of the model's greedy translation of the
+    # first N validation sentences to RUN/attention/step-NNNNNN-K.png (and TensorBoard): how
+    # attention learns to align. 0: off
+    attention_plots: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,10 @@ class Config:
                 raise UserError("model.d_model must be an even multiple of model.num_heads")
             if self.data.max_len > self.model.max_positions:
                 raise UserError("data.max_len must not exceed model.max_positions")
+        if self.train.attention_plots and self.model.arch == "gru" \
+                and self.model.attention == "none":
+            raise UserError("train.attention_plots: this GRU has no attention "
+                            "(model.attention = none), so there is no map to draw")
         if not 0.0 <= self.train.teacher_forcing_ratio <= 1.0:
             raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
         if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
@@ -241,7 +249,8 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
                 "train.validate_every", "train.max_bad_steps", "train.accum")
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
-                "train.keep_last", "train.adam_eps", "train.plateau_patience")
+                "train.keep_last", "train.adam_eps", "train.plateau_patience",
+                "train.attention_plots")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
                  "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
 # Sizes of tensors and of the tokenizer: at most MAX_INT (a run's config.json or a TOML file
@@ -418,7 +427,7 @@ def command_line_overrides(settings: list[str] | None,
 # is fixed, since the average of the steps so far depends on it.
 RESUMABLE = (*LIMITS, "train.device", "train.precision", "train.accum", "train.compile",
              "train.validate_every", "train.patience", "train.keep_last",
-             "train.tensorboard")
+             "train.tensorboard", "train.attention_plots")
 
 
 def resume_config(config: Config, overrides: dict[str, Any]) -> Config:

@@ -9,6 +9,8 @@ JSON form of what it draws, and a path whose suffix (.png or .svg) picks the for
     draw_curves(runs, path)           [LearningCurve.to_json(), ...]  (learning_curves.py)
     draw_bleu_by_length(buckets, path, title)   [{"bucket", "sentences", "bleu"}, ...]
     draw_bleu_by_length_of_systems(systems, path, title)   {name: buckets, ...}
+
+and `read_png(path)` reads one back as pixels.
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ def save(figure, path: Path) -> Path:
     atomic_write(path, lambda tmp: figure.savefig(tmp, format=kind, dpi=DPI,
                                                   metadata=metadata))
     return path
+
+
+def read_png(path: Path):
+    """A PNG file's pixels: a (height, width, 3) float array of RGB values in [0, 1]."""
+    from matplotlib.image import imread
+
+    return imread(path, format="png")[..., :3]
 
 
 # Attention heatmaps ------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 RUN/tensorboard holds the records of RUN/metrics.jsonl, each number under the tag
 SECTION/KEY: `train/loss`, `train/lr`, `train/tokens_per_s` for steps, `valid/val_bleu`,
 `valid/val_loss`, `valid/ema_val_bleu` ... for validations, `train/skipped_steps` for skipped
-steps. metrics.jsonl stays the record: when training starts or resumes, the event files are
-written anew from it (a resumed run has cut it back to its saved step), so TensorBoard never
-shows the steps a resumed run trains again, and a run may turn the log on when it resumes.
+steps; and at each validation the pictures of train.attention_plots, as images
+`attention/K`. metrics.jsonl stays the record: when training starts or resumes, the event
+files are written anew from it (a resumed run has cut it back to its saved step), so
+TensorBoard never shows the steps a resumed run trains again, and a run may turn the log on
+when it resumes.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import METRICS_FILE, metrics_records
+from .checkpoint import ATTENTION_DIR, METRICS_FILE, metrics_records
 from .errors import UserError
+from .pictures import read_png
 
 LOG_DIR = "tensorboard"
 SECTIONS = {"step": "train", "validate": "valid", "skipped": "train"}  # by record kind
@@ -34,7 +37,8 @@ def summary_writer() -> type:
 class TensorBoardLog:
     def __init__(self, run_dir: Path):
         """Start RUN/tensorboard afresh with the records of RUN/metrics.jsonl."""
-        folder = Path(run_dir) / LOG_DIR
+        self.run_dir = Path(run_dir)
+        folder = self.run_dir / LOG_DIR
         for old in folder.glob("events.out.tfevents.*"):
             old.unlink()
         self.writer = summary_writer()(str(folder), flush_secs=30)
@@ -52,6 +56,10 @@ class TensorBoardLog:
                     and not isinstance(value, bool):
                 self.writer.add_scalar(f"{section}/{key}", value, record["step"])
         if section == "valid":  # validations are rare: show them at once
+            for picture in sorted((self.run_dir / ATTENTION_DIR).glob(
+                    f"step-{record['step']:06d}-*.png")):
+                self.writer.add_image(f"attention/{picture.stem.rsplit('-', 1)[1]}",
+                                      read_png(picture), record["step"], dataformats="HWC")
             self.writer.flush()
 
     def close(self) -> None:

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from . import averaging, checkpoint, distributed, finetune
-from .checkpoint import BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
+from .attention_maps import draw_validation_attention
+from .checkpoint import ATTENTION_DIR, BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
 from .config import Config
 from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
@@ -161,6 +162,10 @@ class Trainer:
         improved = self.progress.count_validation(score)
         self.updater.validated(score)
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
+        if (count := self.config.train.attention_plots) and self.world.is_main:
+            draw_validation_attention(self.as_run(), self.corpus.val_text.src[:count],
+                                      self.run_dir / ATTENTION_DIR, self.progress.step,
+                                      self.device, self.config.train.precision)
         self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
         self.emit({**record, "samples": samples})

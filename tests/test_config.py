@@ -41,10 +41,19 @@ def test_unknown_key_lists_the_valid_ones():
                                             ("model.norm_first", "maybe"),
                                             ("train.device", "tpu"),
                                             ("tokenizer.sampling_alpha", "1.5"),
-                                            ("tokenizer.sampling_nbest", "1")])
+                                            ("tokenizer.sampling_nbest", "1"),
+                                            ("train.best_metric", "ter"),
+                                            ("train.attention_plots", "-1")])
 def test_bad_values_are_errors(key, value):
     with pytest.raises(UserError, match=key.split(".")[1]):
         apply_overrides(Config(), {key: value})
+
+
+def test_attention_plots_need_a_model_with_attention():
+    with pytest.raises(UserError, match="train.attention_plots: this GRU has no attention"):
+        apply_overrides(Config(), {"model.arch": "gru", "model.attention": "none",
+                                   "train.attention_plots": "1"})
+    apply_overrides(Config(), {"model.arch": "gru", "train.attention_plots": "1"})
 
 
 def test_linear_schedule_needs_a_limit_to_decay_to():

@@ -47,12 +47,12 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def train_run(corpus: Path, arch: str, run_dir: Path) -> Path:
+def train_run(corpus: Path, arch: str, run_dir: Path, *settings: str) -> Path:
     """A 4-step run with validations at steps 2 and 4."""
     config = resolve_config(arch, settings=[
         "model.d_model=32", "model.d_ff=64", "model.num_heads=4",
         "model.num_encoder_layers=2", "model.num_decoder_layers=2",
-        "tokenizer.vocab_size=300", "train.validate_every=2", "train.max_steps=4"],
+        "tokenizer.vocab_size=300", "train.validate_every=2", "train.max_steps=4", *settings],
         options={"data.data_dir": str(corpus)})
     return Trainer(config, prepare_run_dir(run_dir), lambda event: None).run()
 
@@ -203,6 +203,20 @@ def test_attention_picture_is_a_real_image_and_json_gives_its_numbers(runs, tmp_
     cross = attention_maps(Translator.from_run(run, "cpu"), SENTENCE).to_json()
     assert_real_picture(tmp_path / "a.png", *pictures.attention_figure_size(cross))
     assert not (tmp_path / "attention.png").exists()
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_each_validation_draws_the_attention_of_its_first_sentences(small_corpus, tmp_path, arch):
+    run = train_run(small_corpus, arch, tmp_path / "run", "train.attention_plots=2")
+    drawn = sorted(p.name for p in (run / "attention").iterdir())
+    assert drawn == ["step-000002-1.png", "step-000002-2.png", "step-000004-1.png",
+                     "step-000004-2.png"]
+    # the last validation's pictures are those `nmt attention` draws with the last weights
+    translator = Translator.from_run(run, "cpu", weights="last.safetensors")
+    for k, sentence in enumerate((small_corpus / "val.en").read_text().splitlines()[:2], 1):
+        maps = attention_maps(translator, sentence, config=DecodeConfig(beam=1)).to_json()
+        assert_real_picture(run / "attention" / f"step-000004-{k}.png",
+                            *pictures.attention_figure_size(maps))
 
 
 def test_svg_output_is_xml(runs, tmp_path):

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from nmt_cli.cli import app
 from nmt_cli.config import apply_overrides, preset
+from nmt_cli.pictures import read_png
 from nmt_cli.training import Trainer, prepare_run_dir, resume
 
 from conftest import read_sample, write_corpus
@@ -22,7 +23,8 @@ from tensorboard.util.tensor_util import make_ndarray  # noqa: E402
 
 TINY = {"model.d_model": 32, "model.d_ff": 64, "model.num_encoder_layers": 1,
         "model.num_decoder_layers": 1, "tokenizer.vocab_size": 250, "train.batch_tokens": 600,
-        "train.warmup_steps": 5, "train.validate_every": 8, "train.max_steps": 16}
+        "train.warmup_steps": 5, "train.validate_every": 8, "train.max_steps": 16,
+        "train.attention_plots": 1}
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,18 @@ def scalars(run_dir: Path) -> list[tuple[str, int, float]]:
     for path in sorted((run_dir / "tensorboard").glob("events.out.tfevents.*")):
         for event in EventFileLoader(str(path)).Load():
             for value in event.summary.value:
-                found.append((value.tag, event.step, make_ndarray(value.tensor).item()))
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    found.append((value.tag, event.step, make_ndarray(value.tensor).item()))
     return found
+
+
+def images(run_dir: Path) -> list[tuple[str, int, int, int]]:
+    """Every image in the run's event files, as (tag, step, width, height) (the loader gives
+    an image as the strings width, height, PNG)."""
+    return [(value.tag, event.step, *map(int, value.tensor.string_val[:2]))
+            for path in sorted((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+            for event in EventFileLoader(str(path)).Load() for value in event.summary.value
+            if value.metadata.plugin_data.plugin_name == "images"]
 
 
 def logged(run_dir: Path) -> list[tuple[str, int, float]]:
@@ -79,6 +91,9 @@ def test_the_log_holds_every_number_of_metrics_jsonl(whole):
     tags = Counter(tag for tag, _, _ in found)
     assert tags["train/loss"] == tags["train/lr"] == tags["train/tokens_per_s"] == 16
     assert tags["valid/val_bleu"] == tags["valid/val_loss"] == 2  # steps 8 and 16
+    pictures = [read_png(whole / "attention" / f"step-{step:06d}-1.png") for step in (8, 16)]
+    assert images(whole) == [("attention/1", step, p.shape[1], p.shape[0])
+                             for step, p in zip((8, 16), pictures)]
 
 
 class Crash(Exception):
@@ -105,6 +120,7 @@ def test_a_resumed_run_logs_each_step_once(corpus, whole, tmp_path, on_before):
     assert Counter((tag, step) for tag, step, _ in found).most_common(1)[0][1] == 1
     assert same(found, logged(run_dir))
     assert [(t, s) for t, s, _ in found] == [(t, s) for t, s, _ in scalars(whole)]
+    assert images(run_dir) == images(whole)  # the attention pictures, once each
 
 
 def test_without_tensorboard_one_line_says_how_to_install(corpus, tmp_path, monkeypatch):
