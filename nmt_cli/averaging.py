@@ -142,15 +142,14 @@ class Averages:
 def average_run(run_dir: Path, output: Path | None = None, last: int | None = None,
                 best: int | None = None, ema: bool = False) -> tuple[Path, list[Path]]:
     """Write a run directory whose weights are the mean of some of `run_dir`'s kept ones: the
-    `last` K, the `best` K by validation score (train.best_metric; neither: all kept), or with
-    `ema` its best EMA
-    weights. Config and tokenizer are copied, so every command takes it. Returns the new
-    directory (default: RUN-lastK, RUN-bestK, RUN-ema) and the files averaged."""
+    `last` K, the `best` K by the run's train.best_metric (neither: all kept), or with `ema`
+    its best EMA weights. Config and tokenizer are copied, so every command takes it. Returns
+    the new directory (default: RUN-lastK, RUN-bestK, RUN-ema) and the files averaged."""
     run_dir = Path(run_dir)
     check_selection(last, best, ema)
-    metric = checkpoint.read_config(run_dir)[0].train.best_metric  # and a one-line error if
-    sources = [ema_weights(run_dir)] if ema else choose_checkpoints(  # this is no run
-        run_dir, last, best, metric)
+    config = checkpoint.read_config(run_dir)[0]  # a one-line error if this is no run directory
+    sources = ([ema_weights(run_dir)] if ema
+               else choose_checkpoints(run_dir, last, best, config.train.best_metric))
     label = "ema" if ema else f"best{best}" if best else f"last{len(sources)}"
     output = Path(output) if output else run_dir.with_name(f"{run_dir.name}-{label}")
     weights = mean_weights(sources)

@@ -44,9 +44,10 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: Config,
                    done: Callable[[], float] = lambda: 0.0):
     """The schedule of the rate; `done` tells the linear one how much of the budget is spent."""
     t = config.train
-    if t.schedule == "plateau":  # lower the rate when validation BLEU stalls
+    if t.schedule == "plateau":  # lower the rate when train.best_metric stalls on validation
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="max", factor=t.plateau_factor, patience=t.plateau_patience)
+            optimizer, mode="min" if t.best_metric == "loss" else "max",
+            factor=t.plateau_factor, patience=t.plateau_patience)
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(step, t.schedule, t.warmup_steps, done()))
 
@@ -118,10 +119,12 @@ class Updater:
             self.scheduler.step()
         return Step.TAKEN, loss_value
 
-    def validated(self, score: float) -> None:
-        """The plateau schedule lowers the rate when the validation score stalls."""
+    def validated(self, value: float) -> None:
+        """The plateau schedule lowers the rate when the validation's value of
+        train.best_metric stalls (a BLEU or chrF that stops rising, a loss that stops
+        falling)."""
         if self.steps_on_validation:
-            self.scheduler.step(score)
+            self.scheduler.step(value)
 
     def state_dict(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(),

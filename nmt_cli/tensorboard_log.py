@@ -42,7 +42,7 @@ class TensorBoardLog:
         for old in folder.glob("events.out.tfevents.*"):
             old.unlink()
         self.writer = summary_writer()(str(folder), flush_secs=30)
-        metrics = Path(run_dir) / METRICS_FILE
+        metrics = self.run_dir / METRICS_FILE
         for _, record in metrics_records(metrics) if metrics.is_file() else []:
             self.write(record)
         self.writer.flush()

@@ -158,9 +158,9 @@ class Trainer:
         metrics, samples = self.world.from_main(
             self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs)
             if self.world.is_main else None)
-        score = selection_score(metrics, self.config.train.best_metric)
-        improved = self.progress.count_validation(score)
-        self.updater.validated(score)
+        metric = self.config.train.best_metric
+        improved = self.progress.count_validation(selection_score(metrics, metric))
+        self.updater.validated(metrics[f"val_{metric}"])
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
         if (count := self.config.train.attention_plots) and self.world.is_main:
             draw_validation_attention(self.as_run(), self.corpus.val_text.src[:count],

@@ -10,8 +10,10 @@ from safetensors.torch import load_file
 from nmt_cli import Translator, preset
 from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
 from nmt_cli.config import DecodeConfig, apply_overrides
-from nmt_cli.optim import lr_factor
+from nmt_cli.optim import Updater, lr_factor
 from nmt_cli.training import Trainer, prepare_run_dir
+
+from conftest import tiny_model
 
 
 def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
@@ -164,3 +166,21 @@ def test_the_metrics_rank_these_validations_differently(ranked_runs):
     flags = {metric: [e["best"] for e in events if e["kind"] == "validate"]
              for metric, events in ranked_runs.items()}
     assert flags["bleu"] != flags["loss"]
+
+
+@pytest.mark.parametrize(("metric", "better", "worse"), [("bleu", 12.0, 11.0),
+                                                         ("loss", 2.5, 2.6)])
+def test_the_plateau_schedule_follows_the_best_metric(metric, better, worse):
+    """A BLEU that rises or a loss that falls keeps the rate; once either stalls for more
+    than plateau_patience validations, the rate falls by plateau_factor."""
+    config = apply_overrides(preset("transformer"), {
+        "train.schedule": "plateau", "train.plateau_patience": 1, "train.lr": 1e-3,
+        "train.best_metric": metric})
+    updater = Updater(tiny_model(), config, torch.device("cpu"))
+    for value in (worse, better):
+        updater.validated(value)
+    assert updater.lr == 1e-3
+    updater.validated(worse)
+    assert updater.lr == 1e-3  # one validation without progress: within the patience
+    updater.validated(worse)
+    assert updater.lr == pytest.approx(5e-4)
