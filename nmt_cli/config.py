@@ -151,6 +151,9 @@ class DecodeConfig:
     sampling_topp: float = 1.0
     temperature: float = 1.0
     sampling_seed: int = 1
+    # Rule out any token that would repeat an n-gram of this many tokens already in the output
+    # (search.block_repeated_ngrams; a cure for "a man a man a man"); 0: off
+    no_repeat_ngram: int = 0
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),
@@ -158,7 +161,8 @@ class DecodeConfig:
                                 ("max_len_a", 0, 1000), ("alpha", -10, 10),
                                 ("sampling_topk", 0, MAX_INT), ("sampling_topp", 1e-6, 1.0),
                                 ("temperature", 1e-3, 1000),
-                                ("sampling_seed", 0, 2**63 - 1)):
+                                ("sampling_seed", 0, 2**63 - 1),
+                                ("no_repeat_ngram", 0, MAX_INT)):
             value = getattr(self, name)
             if not low <= value <= high:  # nan fails too
                 raise UserError(f"--{name.replace('_', '-')} must lie in [{low}, {high}] "

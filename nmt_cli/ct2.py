@@ -13,7 +13,8 @@ detokenized by the same functions as PyTorch's engine. It searches as nmt's own 
   and the longest hypothesis returned (<eos> counted) tells the step the search ended at
   (fewer than `beam` hypotheses had finished before that step, so one returned finished
   at it);
-- <pad> and <sos> are never produced, nor <eos> before min_len;
+- <pad> and <sos> are never produced, nor <eos> before min_len, nor a repeated n-gram of
+  no_repeat_ngram tokens;
 - beam search finishes a sentence once `beam` hypotheses have ended, as nmt's does, and the
   hypotheses are then ranked by nmt's GNMT penalty, log P / ((5 + length) / 6) ** alpha.
   CTranslate2 divides by length ** penalty instead; it is given a tiny penalty (RANK_PENALTY,
@@ -179,6 +180,7 @@ class CTranslate2Translator(Engine):
                 "length_penalty": RANK_PENALTY, "max_batch_size": config.batch_size,
                 "max_input_length": 0, "max_decoding_length": limit,
                 "min_decoding_length": min(config.min_len, limit),
+                "no_repeat_ngram_size": config.no_repeat_ngram,
                 "suppress_sequences": self.never, "return_scores": True,
                 "return_end_token": True, "asynchronous": True}
 

@@ -5,6 +5,7 @@ pre- and post-norm, tied and separate embeddings, joint and separate vocabularie
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -87,6 +88,23 @@ def test_ctranslate2_finds_nmts_translations(exported, config):
     ours = nmt.translate_nbest(TEST, config, nbest=config.beam)
     theirs = ct2.translate_nbest(TEST, config, nbest=config.beam)
     assert len({hyps[0].text for hyps in ours}) >= 15  # the check means something
+    assert_same_search(ours, theirs)
+
+
+@pytest.mark.parametrize("config", [DecodeConfig(beam=1, no_repeat_ngram=1),
+                                    DecodeConfig(beam=5, no_repeat_ngram=2)],
+                         ids=["greedy-1", "beam5-2"])
+def test_ctranslate2_rules_out_repeated_ngrams_as_nmt_does(exported, config):
+    nmt, ct2 = exported
+    ours = nmt.translate_nbest(TEST, config, nbest=config.beam)
+    unblocked = nmt.translate_nbest(TEST, dataclasses.replace(config, no_repeat_ngram=0))
+    assert [h[0].text for h in ours] != [h[0].text for h in unblocked]  # it means something
+    assert_same_search(ours, ct2.translate_nbest(TEST, config, nbest=config.beam))
+
+
+def assert_same_search(ours, theirs) -> None:
+    """The same best translations and n-best lists (nearly always), and the same score for
+    the same hypothesis."""
     same = [a[0].text == b[0].text for a, b in zip(ours, theirs)]
     assert sum(same) >= 0.98 * len(TEST)
     same_lists = [[h.text for h in a] == [h.text for h in b] for a, b in zip(ours, theirs)]

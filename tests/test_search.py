@@ -1,8 +1,10 @@
 """Greedy and beam search over the model interface."""
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
+import pytest
 import torch
 
 from nmt_cli.config import DecodeConfig
@@ -10,10 +12,12 @@ from nmt_cli.data import source_tensor
 from nmt_cli.models.base import DecoderState, Seq2Seq
 from nmt_cli.search import (
     beam_search,
+    block_repeated_ngrams,
     greedy_search,
     length_limit,
     max_output_lengths,
     search,
+    search_nbest,
     translate_ids,
 )
 from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID
@@ -160,3 +164,39 @@ def test_decoding_reads_from_the_device_at_most_once_a_step(monkeypatch):
             assert len(out) == 5 and steps
             start_up = 3  # the limits; the GRU packs its source by length (two reads)
             assert len(reads) <= len(steps) + start_up, (arch, beam, len(reads), len(steps))
+
+
+def test_block_repeated_ngrams_rules_out_the_token_that_would_repeat_one():
+    history = torch.tensor([[5, 6, 7, 5, 6], [5, 6, 7, 8, 9]])
+    logits = torch.zeros(2, 12)
+    banned = {n: [[i for i in row.isinf().nonzero().flatten().tolist() if i != PAD_ID]
+                  for row in block_repeated_ngrams(logits, history, n)] for n in (1, 2, 3, 6)}
+    assert banned[3] == [[7], []]  # "5 6" was followed by 7; "8 9" never came before
+    assert banned[2] == [[7], []]  # "6" was followed by 7
+    assert banned[1] == [[5, 6, 7], [5, 6, 7, 8, 9]]  # every token so far
+    assert banned[6] == [[], []]  # no 6-gram yet
+    assert not logits.isinf().any()  # a new tensor
+    only_seen = torch.full((1, 12), float("-inf"))
+    only_seen[0, 7] = 0.0  # <eos> ruled out (min_len), 7 the one token left: it stays
+    assert torch.equal(block_repeated_ngrams(only_seen, history[:1], 3), only_seen)
+
+
+def repeats(tokens: list[int], n: int) -> bool:
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(grams) != len(set(grams))
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+@pytest.mark.parametrize("settings", [{"beam": 1}, {"beam": 4}, {"sampling": True}])
+def test_no_output_repeats_an_ngram_when_told_not_to(arch, settings):
+    model = tiny_model(arch, vocab=12)  # untrained, few tokens: it repeats itself
+    src = random_tokens(16, 8, vocab=12, seed=5)
+    config = DecodeConfig(max_len_a=0.0, max_len_b=20, **settings)
+    for n in (2, 3):
+        assert any(repeats(out, n) for out in search(model, src, config))  # as a rule it does
+        blocked = [hyps for hyps in search_nbest(model, src, dataclasses.replace(
+            config, no_repeat_ngram=n), nbest=1 if settings.get("beam", 1) == 1 else 4)]
+        assert all(not repeats(h.tokens, n) for hyps in blocked for h in hyps)
+    # an n longer than any output changes nothing
+    assert search(model, src, dataclasses.replace(config, no_repeat_ngram=21)) == search(
+        model, src, config)
