@@ -94,8 +94,8 @@ class Averages:
         if self.ema is None:
             return metrics, samples
         scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"))
-        score = selection_score(scores, self.metric)
-        self.improved = score > self.best_score  # as TrainingProgress.count_validation
+        score = selection_score(scores, self.metric)  # the first is the best so far, as in
+        self.improved = score > self.best_score or self.best_score == -math.inf  # progress.py
         self.best_score = max(self.best_score, score)
         return {**metrics, **{f"ema_{k}": v for k, v in scores.items()},
                 "ema_best": self.improved}, samples

@@ -12,7 +12,8 @@
                          schedule, progress (step, epoch, batch) and random states
     metrics.jsonl        one JSON object per logged step or validation
     valid/step-N.txt     the greedy translations of the validation set at step N
-    attention/step-N-K.png   with train.attention_plots: validation sentence K's cross-attention
+    attention/step-N-K.png   with train.attention_plots: validation sentence K's
+                         cross-attention at step N (six digits, as valid/ has it)
     tensorboard/         with train.tensorboard: metrics.jsonl as TensorBoard event files
 
 Weights are stored as safetensors; the training state is read back with

@@ -87,7 +87,7 @@ class TrainConfig:
     # limit: max_steps, max_time or epochs) | constant | plateau
     schedule: str = "inverse_sqrt"
     warmup_steps: int = 1000
-    plateau_factor: float = 0.5  # plateau: multiply the rate by this when BLEU stalls ...
+    plateau_factor: float = 0.5  # plateau: multiply the rate by this when best_metric stalls ...
     plateau_patience: int = 2  # ... for this many validations
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
@@ -112,7 +112,7 @@ class TrainConfig:
     keep_last: int = 0
     # EMA of the weights (e.g. 0.999; warmed up in the first steps, see averaging.py), updated
     # after each taken step, in float32; validated beside the weights and saved as
-    # ema.safetensors (the best by BLEU) and ema-last.safetensors.
+    # ema.safetensors (the best by best_metric) and ema-last.safetensors.
     # model.safetensors, early stopping and the plateau schedule follow the trained weights
     # alone; `nmt average RUN --ema` makes the EMA a run directory of its own. 0: off
     ema_decay: float = 0.0
@@ -225,6 +225,10 @@ class Config:
                 raise UserError("model.d_model must be an even multiple of model.num_heads")
             if self.data.max_len > self.model.max_positions:
                 raise UserError("data.max_len must not exceed model.max_positions")
+        if self.train.attention_plots > MAX_ATTENTION_PLOTS:
+            raise UserError(f"train.attention_plots must be at most {MAX_ATTENTION_PLOTS} "
+                            f"(got {self.train.attention_plots}): each picture takes time "
+                            "at every validation")
         if self.train.attention_plots and self.model.arch == "gru" \
                 and self.model.attention == "none":
             raise UserError("train.attention_plots: this GRU has no attention "
@@ -264,6 +268,7 @@ SIZES = ("model.d_model", "model.num_heads", "model.num_encoder_layers",
          "data.max_len", "train.batch_tokens")
 MAX_INT = 2**31 - 1
 MAX_BEAM = 1000
+MAX_ATTENTION_PLOTS = 100  # train.attention_plots: pictures drawn at each validation
 LIMITS = ("train.max_steps", "train.max_time", "train.epochs")  # training stops at the first
 
 RUNS_DIR = "runs"  # where new runs go, and where `translate` looks for the latest

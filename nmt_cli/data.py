@@ -56,10 +56,13 @@ def find_split_file(data_dir: Path, split: str, lang: str) -> Path:
 
 def iter_lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 text file (optionally gzip), one at a time, with clear errors:
-    a missing, unreadable or empty file, or bad UTF-8 (named by file and line)."""
+    a missing, unreadable or empty file, or bad UTF-8 (named by file and line). A pipe reads
+    as a file does (`-i <(zcat news.en.gz)`)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{path}: file not found")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a file")
     opener = gzip.open if path.suffix == ".gz" else open
     number = 0
     try:

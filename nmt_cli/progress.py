@@ -92,9 +92,10 @@ class TrainingProgress:
                             f"is in {run_dir}; try a lower train.lr")
 
     def count_validation(self, score: float) -> bool:
-        """Record a validation's score; True when it is the best so far."""
+        """Record a validation's score; True when it is the best so far (the first always
+        is, whatever its score: a run always has best weights)."""
         self.validated_at = self.step
-        improved = score > self.best_score
+        improved = score > self.best_score or self.best_score == -math.inf
         if improved:
             self.best_score, self.bad_validations = score, 0
         else:

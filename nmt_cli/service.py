@@ -160,8 +160,9 @@ def finite(number: float) -> float | None:
 def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
              ensemble: list[Path]) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
-    those of an ensemble decoding beside it, its languages and model, its best validation
-    BLEU, and what a request may ask for. `source` is the run the weights were trained in (an
+    those of an ensemble decoding beside it, its languages and model, the validation BLEU of
+    the weights served (the first run's) and the metric that chose them, and what a request
+    may ask for. `source` is the run the weights were trained in (an
     export's run, which may not be at hand: its fields are then null). The parameters are
     those of every model that decodes."""
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
@@ -172,6 +173,7 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "target_language": config.data.tgt_lang if config else None,
         "architecture": config.model.arch if config else None,
         "parameters": sum(map(parameter_count, [source, *ensemble])) if config else None,
+        "best_metric": config.train.best_metric if config else None,
         "best_val_bleu": best_val_bleu(source),
         "defaults": {"beam": decode.beam, "nbest": 1},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
@@ -188,9 +190,10 @@ def parameter_count(run_dir: Path) -> int:
 
 
 def best_val_bleu(run_dir: Path) -> float | None:
-    """The highest validation BLEU in the run's metrics.jsonl; None before any validation."""
+    """The validation BLEU of the weights served: that of the latest validation marked best
+    in the run's metrics.jsonl (by the run's train.best_metric); None before any."""
     path = run_dir / METRICS_FILE
     records = [record for _, record in metrics_records(path)] if path.is_file() else []
-    scores = [r["val_bleu"] for r in records
-              if r.get("kind") == "validate" and isinstance(r.get("val_bleu"), int | float)]
-    return max(scores, default=None)
+    scores = [r["val_bleu"] for r in records if r.get("kind") == "validate"
+              and r.get("best") is True and isinstance(r.get("val_bleu"), int | float)]
+    return scores[-1] if scores else None

@@ -163,9 +163,13 @@ class Trainer:
         self.updater.validated(metrics[f"val_{metric}"])
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
         if (count := self.config.train.attention_plots) and self.world.is_main:
-            draw_validation_attention(self.as_run(), self.corpus.val_text.src[:count],
-                                      self.run_dir / ATTENTION_DIR, self.progress.step,
-                                      self.device, self.config.train.precision)
+            try:
+                draw_validation_attention(self.as_run(), self.corpus.val_text.src[:count],
+                                          self.run_dir / ATTENTION_DIR, self.progress.step,
+                                          self.device, self.config.train.precision)
+            except OSError as e:  # a picture is not worth the run
+                self.emit({"kind": "warning", "message": f"step {self.progress.step}: could "
+                           f"not draw the attention pictures ({e.strerror or e})"})
         self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
         self.emit({**record, "samples": samples})

@@ -50,15 +50,15 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
             "val_chrf": chrf}, samples
 
 
-def selection_score(metrics: dict[str, float], metric: str, prefix: str = "") -> float:
+def selection_score(metrics: dict[str, float], metric: str) -> float:
     """The score of a validation by `metric` (train.best_metric), higher being better: its
-    BLEU, its chrF, or minus its loss. `prefix`: "ema_" for the EMA's."""
-    value = metrics[f"{prefix}val_{metric}"]
-    return -value if metric == "loss" else value
+    BLEU, its chrF, or minus its loss; -inf for a NaN or infinite loss."""
+    score = shown_score(metrics[f"val_{metric}"], metric)
+    return score if math.isfinite(score) else -math.inf
 
 
 def shown_score(score: float, metric: str) -> float:
-    """A selection score as the metric reads (a loss again positive)."""
+    """A selection score as the metric reads (a loss again positive), and the other way."""
     return -score if metric == "loss" else score
 
 

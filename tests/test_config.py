@@ -43,7 +43,8 @@ def test_unknown_key_lists_the_valid_ones():
                                             ("tokenizer.sampling_alpha", "1.5"),
                                             ("tokenizer.sampling_nbest", "1"),
                                             ("train.best_metric", "ter"),
-                                            ("train.attention_plots", "-1")])
+                                            ("train.attention_plots", "-1"),
+                                            ("train.attention_plots", "101")])
 def test_bad_values_are_errors(key, value):
     with pytest.raises(UserError, match=key.split(".")[1]):
         apply_overrides(Config(), {key: value})

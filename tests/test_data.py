@@ -1,6 +1,8 @@
 """Reading and checking corpora; token-count batches; the teacher-forcing shift."""
 
 import gzip
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -76,6 +78,18 @@ def test_missing_and_empty_files(tmp_path):
     (tmp_path / "empty.en").write_text("")
     with pytest.raises(UserError, match="empty"):
         read_lines(tmp_path / "empty.en")
+    with pytest.raises(UserError, match="is a directory"):
+        read_lines(tmp_path)
+
+
+def test_a_pipe_reads_as_a_file_does(tmp_path):
+    """As `-i <(zcat news.en.gz)` gives it: a named pipe that a writer fills."""
+    fifo = tmp_path / "news.en"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("Hello\nWorld\n"), daemon=True)
+    writer.start()
+    assert read_lines(fifo) == ["Hello", "World"]
+    writer.join(timeout=60)
 
 
 def test_mismatched_line_counts_name_both_files(tmp_path):

@@ -8,6 +8,7 @@ expected size; SVGs that are XML), then the command line, bad input included.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from test_cli import one_line_error
 from test_learning import VOCAB, reverse_task
 from typer.testing import CliRunner
 
-from nmt_cli import DecodeConfig, UserError, pictures, resolve_config
+from nmt_cli import DecodeConfig, UserError, pictures, resolve_config, training
 from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
 from nmt_cli.cli import app
 from nmt_cli.data import Batch
@@ -217,6 +218,23 @@ def test_each_validation_draws_the_attention_of_its_first_sentences(small_corpus
         maps = attention_maps(translator, sentence, config=DecodeConfig(beam=1)).to_json()
         assert_real_picture(run / "attention" / f"step-000004-{k}.png",
                             *pictures.attention_figure_size(maps))
+
+
+def test_a_picture_that_cannot_be_written_is_a_warning(small_corpus, tmp_path, monkeypatch):
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(training, "draw_validation_attention", disk_full)
+    config = resolve_config("gru", settings=["model.d_model=16", "tokenizer.vocab_size=300",
+                                             "train.max_steps=2", "train.validate_every=1",
+                                             "train.attention_plots=1"],
+                            options={"data.data_dir": str(small_corpus)})
+    events = []
+    Trainer(config, prepare_run_dir(tmp_path / "run"), events.append).run()
+    warnings = [e["message"] for e in events if e["kind"] == "warning"]
+    assert warnings == [f"step {s}: could not draw the attention pictures (No space left on "
+                        "device)" for s in (1, 2)]
+    assert events[-1]["kind"] == "done" and events[-1]["step"] == 2
 
 
 def test_svg_output_is_xml(runs, tmp_path):

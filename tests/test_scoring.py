@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -106,3 +109,13 @@ def test_an_output_file_that_is_an_input_is_refused_untouched(run_dir, tmp_path)
         assert result.stderr.startswith("error: -o ") and "also the input" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
         assert src.read_text() == "A man.\n" and tgt.read_text() == "Ein Mann.\n"
+    with open(src, "rb") as stdin:  # `nmt translate -o src.en < src.en`
+        done = subprocess.run([sys.executable, "-m", "nmt_cli", "translate", "--run",
+                               str(run_dir), "-o", str(src)], stdin=stdin, capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode == 1 and "it is also the input stdin" in done.stderr, done.stderr
+    assert src.read_text() == "A man.\n"
+    done = subprocess.run([sys.executable, "-m", "nmt_cli", "translate", "--run", str(run_dir),
+                           "-o", os.devnull], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=300)  # not a file: it may be both
+    assert done.returncode == 0 and done.stderr == "", done.stderr

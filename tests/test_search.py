@@ -197,6 +197,17 @@ def test_no_output_repeats_an_ngram_when_told_not_to(arch, settings):
         blocked = [hyps for hyps in search_nbest(model, src, dataclasses.replace(
             config, no_repeat_ngram=n), nbest=1 if settings.get("beam", 1) == 1 else 4)]
         assert all(not repeats(h.tokens, n) for hyps in blocked for h in hyps)
-    # an n longer than any output changes nothing
-    assert search(model, src, dataclasses.replace(config, no_repeat_ngram=21)) == search(
-        model, src, config)
+
+
+def test_greedy_outputs_that_repeat_nothing_are_left_as_they_are():
+    """Blocking changes a greedy output only where it would have repeated an n-gram. (An
+    untrained GRU: an untrained Transformer repeats one token in every output.)"""
+    model = tiny_model("gru", vocab=50)
+    src = random_tokens(32, 8, vocab=50, seed=11)
+    config = DecodeConfig(beam=1, max_len_a=0.0, max_len_b=8)
+    plain, blocked = search(model, src, config), search(
+        model, src, dataclasses.replace(config, no_repeat_ngram=2))
+    clean = [i for i, out in enumerate(plain) if not repeats(out, 2)]
+    assert 0 < len(clean) < len(plain)  # both kinds are there
+    assert [blocked[i] for i in clean] == [plain[i] for i in clean]
+    assert all(blocked[i] != plain[i] for i in range(len(plain)) if i not in clean)

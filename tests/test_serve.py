@@ -40,7 +40,8 @@ SHORT_OPTIONS = ["--max-len-a", "0", "--max-len-b", "12"]
 @pytest.fixture(scope="module")
 def run_dir(small_corpus, tmp_path_factory) -> Path:
     """A 4-step tiny Transformer; its log gets two validations with BLEU above 0 (a model
-    this small scores 0), so that /info's best BLEU can be told from the others."""
+    this small scores 0), the first of them marked best, so that /info's BLEU of the best
+    weights can be told from the others and from the highest."""
     config = resolve_config("transformer", settings=[
         "model.d_model=32", "model.d_ff=64", "model.num_encoder_layers=1",
         "model.num_decoder_layers=1", "tokenizer.vocab_size=300", "train.validate_every=2",
@@ -48,9 +49,9 @@ def run_dir(small_corpus, tmp_path_factory) -> Path:
     run = Trainer(config, prepare_run_dir(tmp_path_factory.mktemp("serve") / "run"),
                   lambda event: None).run()
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as log:
-        for step, bleu in ((6, 12.25), (8, 3.5)):
+        for step, bleu, best in ((6, 12.25, True), (8, 13.5, False)):
             log.write(json.dumps({"kind": "validate", "step": step, "val_loss": 5.0,
-                                  "val_bleu": bleu}) + "\n")
+                                  "val_bleu": bleu, "best": best}) + "\n")
     return run
 
 
@@ -222,7 +223,7 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert info["run"] == run_dir.name and "/" not in json.dumps(info)
     assert (info["source_language"], info["target_language"]) == ("en", "de")
     assert (info["architecture"], info["parameters"]) == ("transformer", parameters)
-    assert info["best_val_bleu"] == 12.25
+    assert info["best_val_bleu"] == 12.25 and info["best_metric"] == "bleu"
     assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
 
 

@@ -11,7 +11,9 @@ from nmt_cli import Translator, preset
 from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
 from nmt_cli.config import DecodeConfig, apply_overrides
 from nmt_cli.optim import Updater, lr_factor
+from nmt_cli.progress import TrainingProgress
 from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.validation import selection_score
 
 from conftest import tiny_model
 
@@ -32,12 +34,18 @@ def test_linear_schedule_warms_up_then_falls_to_zero_with_the_budget_spent():
     assert lr_factor(3, "linear", 100, done=0.999) == pytest.approx(0.001)  # the lower wins
 
 
+def small_config(corpus, **settings):
+    """The transformer preset made small, on `corpus`, with `settings` (keys without dots
+    are train settings)."""
+    return apply_overrides(preset("transformer"), {
+        "data.data_dir": str(corpus), "model.d_model": 32, "model.d_ff": 64,
+        "tokenizer.vocab_size": 300, "train.batch_tokens": 1024,
+        **{key if "." in key else f"train.{key}": value for key, value in settings.items()}})
+
+
 @pytest.fixture(scope="module")
 def trainer(small_corpus, tmp_path_factory):
-    config = apply_overrides(preset("transformer"), {
-        "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
-        "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.max_steps": 30,
-        "train.validate_every": 15, "train.warmup_steps": 10})
+    config = small_config(small_corpus, max_steps=30, validate_every=15, warmup_steps=10)
     run_dir = prepare_run_dir(tmp_path_factory.mktemp("runs") / "api")
     events = []
     trainer = Trainer(config, run_dir, events.append)
@@ -88,10 +96,7 @@ def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tm
 def test_bf16_and_fp16_autocast_train_like_fp32(small_corpus, tmp_path):
     losses = {}
     for precision in ("fp32", "bf16", "fp16"):
-        config = apply_overrides(preset("transformer"), {
-            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
-            "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "model.dropout": 0.0,
-            "train.precision": precision})
+        config = small_config(small_corpus, precision=precision, **{"model.dropout": 0.0})
         trainer = Trainer(config, prepare_run_dir(tmp_path / precision), lambda e: None)
         batches = trainer.epoch_batches(0)
         losses[precision] = [trainer.train_step([b])[0] for b in batches[:5]]
@@ -107,10 +112,8 @@ def test_bf16_and_fp16_autocast_train_like_fp32(small_corpus, tmp_path):
 def test_accumulating_two_batches_is_one_update_on_both(small_corpus, tmp_path):
     grads = {}
     for name, accum in (("one", 1), ("two", 2)):
-        config = apply_overrides(preset("transformer"), {
-            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
-            "tokenizer.vocab_size": 300, "train.batch_tokens": 512, "model.dropout": 0.0,
-            "train.accum": accum})
+        config = small_config(small_corpus, batch_tokens=512, accum=accum,
+                              **{"model.dropout": 0.0})
         trainer = Trainer(config, prepare_run_dir(tmp_path / name), lambda e: None)
         first, second = trainer.epoch_batches(0)[:2]
         update = [[*first, *second]] if accum == 1 else [first, second]
@@ -134,11 +137,8 @@ def ranked_runs(small_corpus, tmp_path_factory):
     """The same 12 steps, validated every 3, their validations ranked by each metric."""
     runs = {}
     for metric in ("bleu", "chrf", "loss"):
-        config = apply_overrides(preset("transformer"), {
-            "data.data_dir": str(small_corpus), "model.d_model": 32, "model.d_ff": 64,
-            "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.max_steps": 12,
-            "train.validate_every": 3, "train.keep_last": 4, "train.ema_decay": 0.9,
-            "train.lr": 3e-3, "train.warmup_steps": 4, "train.best_metric": metric})
+        config = small_config(small_corpus, max_steps=12, validate_every=3, keep_last=4,
+                              ema_decay=0.9, lr=3e-3, warmup_steps=4, best_metric=metric)
         events = []
         Trainer(config, prepare_run_dir(tmp_path_factory.mktemp(metric) / "run"),
                 events.append).run()
@@ -162,10 +162,22 @@ def test_the_best_weights_follow_train_best_metric(ranked_runs, metric):
 
 
 def test_the_metrics_rank_these_validations_differently(ranked_runs):
-    """What makes the test above able to fail: BLEU and loss pick other validations here."""
+    """What makes the test above able to fail: BLEU and loss pick other validations here (the
+    three runs train alike; only their ranking differs). chrF ranks as BLEU does in runs this
+    short, so the next test checks that each metric reads its own number."""
     flags = {metric: [e["best"] for e in events if e["kind"] == "validate"]
              for metric, events in ranked_runs.items()}
     assert flags["bleu"] != flags["loss"]
+
+
+def test_each_metric_scores_validations_by_its_own_number():
+    scores = {"val_bleu": 1.5, "val_chrf": 2.5, "val_loss": 3.5}
+    assert [selection_score(scores, m) for m in ("bleu", "chrf", "loss")] == [1.5, 2.5, -3.5]
+    for value in (math.nan, math.inf):  # a loss gone bad ranks last, never as NaN
+        assert selection_score({"val_loss": value}, "loss") == -math.inf
+    progress = TrainingProgress()
+    assert progress.count_validation(-math.inf)  # the first is the best so far, whatever it is
+    assert progress.count_validation(-4.0) and not progress.count_validation(-5.0)
 
 
 @pytest.mark.parametrize(("metric", "better", "worse"), [("bleu", 12.0, 11.0),

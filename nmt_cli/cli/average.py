@@ -19,7 +19,8 @@ def average(
     last: Annotated[int | None, typer.Option(
         help="Average the last K kept checkpoints (default: all that are kept).")] = None,
     best: Annotated[int | None, typer.Option(
-        help="Average the K kept checkpoints with the best validation BLEU.")] = None,
+        help="Average the K kept checkpoints with the best validation score (BLEU, or the "
+        "run's train.best_metric).")] = None,
     ema: Annotated[bool, typer.Option(
         "--ema", help="Take the run's best EMA weights (ema.safetensors) instead.")] = False,
     output: Annotated[Path | None, typer.Option(

@@ -69,12 +69,20 @@ def user_errors(command):
     return wrapper
 
 
-def check_output(output: Path | None, *inputs: Path | None) -> None:
-    """Refuse an output file that is also an input: opening it for writing would empty it
-    before it is read."""
-    for path in inputs:
-        if output and path and output.exists() and path.exists() and output.samefile(path):
-            raise UserError(f"-o {output}: it is also the input {path}; write elsewhere")
+def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False) -> None:
+    """Refuse an output file that is also an input (a file named, or stdin when `stdin`):
+    opening it for writing would empty it before it is read. Only regular files: /dev/null
+    or a terminal may well be both."""
+    if output is None or not output.is_file():
+        return
+    written = output.stat()
+    sources = [(str(path), path.stat()) for path in inputs if path is not None and path.exists()]
+    if stdin:
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            sources.append(("stdin", os.fstat(sys.stdin.fileno())))
+    for name, read in sources:
+        if os.path.samestat(read, written):
+            raise UserError(f"-o {output}: it is also the input {name}; write elsewhere")
 
 
 def stdout_is_broken() -> bool:

@@ -77,7 +77,7 @@ def translate(
 
     With --nbest K, K hypotheses for each line in."""
     check_nbest(nbest, decode)
-    check_output(output_file, input_file)
+    check_output(output_file, input_file, stdin=text is None and input_file is None)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
