@@ -42,6 +42,9 @@ class DataConfig:
     src_lang: str = "en"
     tgt_lang: str = "de"
     max_len: int = 100  # training pairs longer than this (in tokens, either side) are dropped
+    # Training pairs whose one side has more than this many times the tokens of the other are
+    # dropped, as misaligned (Moses' clean-corpus-n drops over 9; 1.5-3 is common); 0: off
+    max_len_ratio: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,9 @@ class Config:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
         if self.train.lr <= 0:
             raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        if self.data.max_len_ratio and not self.data.max_len_ratio >= 1:
+            raise UserError("data.max_len_ratio must be 0 (off) or at least 1 "
+                            f"(got {self.data.max_len_ratio})")
         if not 0 < self.tokenizer.character_coverage <= 1:
             raise UserError("tokenizer.character_coverage must lie in (0, 1] "
                             f"(got {self.tokenizer.character_coverage})")

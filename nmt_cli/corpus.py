@@ -21,7 +21,16 @@ import numpy as np
 
 from . import prepared
 from .config import Config, TokenizerConfig
-from .data import EncodedText, ParallelText, corpus_dir, encode_parallel, fits, load_split
+from .data import (
+    EncodedText,
+    ParallelText,
+    corpus_dir,
+    encode_parallel,
+    fits,
+    kept_report,
+    load_split,
+    uneven,
+)
 from .distributed import World
 from .errors import UserError
 from .tokenizer import Tokenizer, copy_tokenizer
@@ -35,7 +44,8 @@ class TrainingCorpus:
     val: EncodedText
     text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
     best: EncodedText | None = None  # their best segmentations,
-    sampling: tuple[float, int, int] = (0.0, -1, 0)  # and alpha, nbest and data.max_len
+    # and alpha, nbest, data.max_len and data.max_len_ratio
+    sampling: tuple[float, int, int, float] = (0.0, -1, 0, 0.0)
     tgt_lengths: np.ndarray | None = None
     # the settings the tokenizer was made with: a prepared corpus's, where it records them
     tokenizer_config: TokenizerConfig | None = None
@@ -48,13 +58,14 @@ class TrainingCorpus:
 
     def for_epoch(self, seed: int) -> EncodedText | prepared.PreparedText:
         """The training pairs as the epoch of `seed` reads them: under subword sampling, drawn
-        anew (a drawn pair over data.max_len tokens keeps its best segmentation)."""
+        anew (a drawn pair over data.max_len tokens, or over data.max_len_ratio, keeps its
+        best segmentation)."""
         if self.text is None or self.best is None:
             return self.train
-        alpha, nbest, max_len = self.sampling
+        alpha, nbest, max_len, max_ratio = self.sampling
         src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest, seed)
         for i, (s, t) in enumerate(zip(src, tgt)):
-            if not fits(s, t, max_len):
+            if not fits(s, t, max_len) or uneven(s, t, max_ratio):
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
         self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
         return self.train
@@ -96,13 +107,14 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if is_prepared:
         train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang,
                                        (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size))
-        max_len = train.max_len
+        max_len, max_ratio = train.max_len, train.max_ratio
     else:
-        train, max_len = encode_parallel(train_text, tokenizer, data.max_len), data.max_len
+        max_len, max_ratio = data.max_len, data.max_len_ratio
+        train = encode_parallel(train_text, tokenizer, max_len, max_ratio)
         if not train.src:
             raise UserError(f"{folder}: no usable training pairs (all empty or too long)")
-    report(f"train: {len(train.src):,} pairs kept, {train.empty:,} with an empty side "
-           f"skipped, {train.too_long:,} longer than {max_len} tokens dropped"
+    report("train: " + kept_report(len(train.src), train.empty, train.too_long, max_len,
+                                   train.uneven, max_ratio)
            + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     alpha, nbest = config.tokenizer.sampling_alpha, config.tokenizer.sampling_nbest
@@ -111,7 +123,8 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
     return TrainingCorpus(tokenizer, train, val_text, val, kept, train,
-                          (alpha, nbest, data.max_len), tokenizer_config=config.tokenizer)
+                          (alpha, nbest, data.max_len, data.max_len_ratio),
+                          tokenizer_config=config.tokenizer)
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

@@ -129,10 +129,20 @@ class EncodedText:
     tgt: list[list[int]]
     empty: int = 0
     too_long: int = 0
+    uneven: int = 0  # pairs whose sides differ too much in length (data.max_len_ratio)
     kept: list[int] = field(default_factory=list)  # the line of each kept pair
 
     def lengths(self) -> tuple[list[int], list[int]]:
         return [len(s) for s in self.src], [len(t) for t in self.tgt]
+
+
+def kept_report(pairs: int, empty: int, too_long: int, max_len: int, uneven: int = 0,
+                max_ratio: float = 0.0) -> str:
+    """What filtering the training pairs kept and dropped, in one line."""
+    return (f"{pairs:,} pairs kept, {empty:,} with an empty side skipped, {too_long:,} longer "
+            f"than {max_len} tokens dropped" + (f", {uneven:,} with one side over {max_ratio:g} "
+                                               "times as long as the other dropped"
+                                               if max_ratio else ""))
 
 
 def fits(src: list[int], tgt: list[int], max_len: int) -> bool:
@@ -140,8 +150,16 @@ def fits(src: list[int], tgt: list[int], max_len: int) -> bool:
     return max(len(src), len(tgt)) + 1 <= max_len
 
 
-def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> EncodedText:
-    """Tokenize, skip pairs with an empty side and drop pairs over `max_len` tokens."""
+def uneven(src: list[int], tgt: list[int], max_ratio: float) -> bool:
+    """Whether one side of a pair has more than `max_ratio` times the tokens of the other
+    (data.max_len_ratio; 0: never): a sign of a misaligned pair, as in Moses' clean-corpus-n."""
+    return max_ratio > 0 and max(len(src), len(tgt)) > max_ratio * min(len(src), len(tgt))
+
+
+def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int,
+                    max_ratio: float = 0.0) -> EncodedText:
+    """Tokenize, skip pairs with an empty side, and drop pairs over `max_len` tokens and
+    (with `max_ratio`) pairs whose sides differ too much in length."""
     src_ids, tgt_ids = tokenizer.encode_src(text.src), tokenizer.encode_tgt(text.tgt)
     encoded = EncodedText([], [])
     for line, (s, t) in enumerate(zip(src_ids, tgt_ids)):
@@ -149,6 +167,8 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int) -> E
             encoded.empty += 1
         elif not fits(s, t, max_len):
             encoded.too_long += 1
+        elif uneven(s, t, max_ratio):
+            encoded.uneven += 1
         else:
             encoded.src.append(s)
             encoded.tgt.append(t)

@@ -91,6 +91,8 @@ class PreparedText:
     empty: int = 0
     too_long: int = 0
     max_len: int = 0  # the limit that too_long counts against
+    uneven: int = 0
+    max_ratio: float = 0.0  # the limit that uneven counts against (data.max_len_ratio)
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         return self.src_lengths, self.tgt_lengths
@@ -108,6 +110,7 @@ class PairCounts:
     pairs: int = 0
     empty: int = 0  # pairs with an empty side, skipped
     too_long: int = 0  # pairs over max_len tokens on either side, dropped
+    uneven: int = 0  # pairs over max_len_ratio, dropped
     src_ids: int = 0  # ids written to train.src.bin
     tgt_ids: int = 0
 
@@ -167,7 +170,8 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
     return PreparedText(
         PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs, vocab[0]),
         PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs, vocab[1]),
-        lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"], info["max_len"])
+        lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"], info["max_len"],
+        info.get("uneven", 0), info.get("max_len_ratio", 0.0))  # not in older corpora
 
 
 def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str]]:
@@ -211,7 +215,8 @@ def sample_pairs(src_path: Path, tgt_path: Path, limit: int, seed: int) -> Paral
 
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
             tokenizer_config: TokenizerConfig, max_len: int, seed: int = 1,
-            sample: int = TOKENIZER_SAMPLE, tokenizer_from: Path | None = None) -> dict:
+            sample: int = TOKENIZER_SAMPLE, tokenizer_from: Path | None = None,
+            max_ratio: float = 0.0) -> dict:
     """Tokenize `data_dir`'s training pairs into `out_dir` (see the module docstring), with a
     tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
     `tokenizer_config`), e.g. to fine-tune that run on them."""
@@ -234,21 +239,22 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         tokenizer = Tokenizer.load(out_dir)
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
-    counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len,
+    counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len, max_ratio,
                             IdFileWriter(out_dir, dtype))
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty or too long)")
     for path in val_paths:
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
-            "max_len": max_len, "vocab_size": vocab, **asdict(counts),
+            "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
+            **asdict(counts),
             "source": str(data_dir.resolve()),
             "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 
 
-def write_id_files(pairs, tokenizer: Tokenizer, max_len: int,
+def write_id_files(pairs, tokenizer: Tokenizer, max_len: int, max_ratio: float,
                    writer: IdFileWriter) -> PairCounts:
     """Encode (src, tgt) pairs a chunk at a time into the writer's files; all or nothing."""
     try:
@@ -256,9 +262,9 @@ def write_id_files(pairs, tokenizer: Tokenizer, max_len: int,
         for pair in pairs:
             chunk.append(pair)
             if len(chunk) == CHUNK:
-                writer.write(encode_chunk(chunk, tokenizer, max_len))
+                writer.write(encode_chunk(chunk, tokenizer, max_len, max_ratio))
                 chunk = []
-        writer.write(encode_chunk(chunk, tokenizer, max_len))
+        writer.write(encode_chunk(chunk, tokenizer, max_len, max_ratio))
     except BaseException:
         writer.discard()
         raise
@@ -266,10 +272,10 @@ def write_id_files(pairs, tokenizer: Tokenizer, max_len: int,
     return writer.counts
 
 
-def encode_chunk(chunk: list[tuple[str, str]], tokenizer: Tokenizer,
-                 max_len: int) -> EncodedText:
+def encode_chunk(chunk: list[tuple[str, str]], tokenizer: Tokenizer, max_len: int,
+                 max_ratio: float) -> EncodedText:
     text = ParallelText([s for s, _ in chunk], [t for _, t in chunk])
-    return encode_parallel(text, tokenizer, max_len)
+    return encode_parallel(text, tokenizer, max_len, max_ratio)
 
 
 class IdFileWriter:
@@ -295,6 +301,7 @@ class IdFileWriter:
         c.pairs += len(encoded.src)
         c.empty += encoded.empty
         c.too_long += encoded.too_long
+        c.uneven += encoded.uneven
 
     def append_ids(self, file: int, sentences: list[list[int]], written: int):
         """Append sentences to id file `file`; returns their offsets and lengths (in ids) and

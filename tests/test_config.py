@@ -44,7 +44,8 @@ def test_unknown_key_lists_the_valid_ones():
                                             ("tokenizer.sampling_nbest", "1"),
                                             ("train.best_metric", "ter"),
                                             ("train.attention_plots", "-1"),
-                                            ("train.attention_plots", "101")])
+                                            ("train.attention_plots", "101"),
+                                            ("data.max_len_ratio", "0.5")])
 def test_bad_values_are_errors(key, value):
     with pytest.raises(UserError, match=key.split(".")[1]):
         apply_overrides(Config(), {key: value})

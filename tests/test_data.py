@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from nmt_cli.config import UserError
-from nmt_cli.data import Batch, find_split_file, read_lines, read_parallel, token_batches
+from nmt_cli.data import (
+    Batch,
+    find_split_file,
+    read_lines,
+    read_parallel,
+    token_batches,
+    uneven,
+)
 from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID
 
 
@@ -90,6 +97,12 @@ def test_a_pipe_reads_as_a_file_does(tmp_path):
     writer.start()
     assert read_lines(fifo) == ["Hello", "World"]
     writer.join(timeout=60)
+
+
+def test_pairs_whose_sides_differ_too_much_in_length_are_dropped():
+    assert not uneven([1, 2], [1, 2, 3, 4], 2.0)  # twice as long: kept at 2
+    assert uneven([1], [1, 2, 3], 2.0) and uneven([1, 2, 3], [1], 2.0)
+    assert not uneven([1], [1] * 50, 0.0)  # 0: off
 
 
 def test_mismatched_line_counts_name_both_files(tmp_path):

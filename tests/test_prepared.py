@@ -18,7 +18,7 @@ from conftest import read_sample, write_corpus
 
 SETTINGS = {"model.d_model": 32, "model.num_heads": 4, "model.num_encoder_layers": 1,
             "model.num_decoder_layers": 1, "model.d_ff": 64, "tokenizer.vocab_size": 300,
-            "train.batch_tokens": 600, "data.max_len": 30}
+            "train.batch_tokens": 600, "data.max_len": 30, "data.max_len_ratio": 1.5}
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +32,17 @@ def corpus(tmp_path_factory):
 def prepared(corpus, tmp_path_factory):
     config = apply_overrides(preset("transformer"), SETTINGS)
     out = tmp_path_factory.mktemp("prepared")
-    prepare(corpus, out, "en", "de", config.tokenizer, config.data.max_len)
+    prepare(corpus, out, "en", "de", config.tokenizer, config.data.max_len,
+            max_ratio=config.data.max_len_ratio)
     return out
 
 
 def test_prepared_ids_read_back_exactly_what_encoding_the_text_gives(corpus, prepared):
     text = load_split(corpus, "train", "en", "de")
-    expected = encode_parallel(text, Tokenizer.load(prepared), 30)
+    expected = encode_parallel(text, Tokenizer.load(prepared), 30, 1.5)
     mapped = open_prepared(prepared, "en", "de")
-    assert len(mapped.src) == len(expected.src) == 300 - expected.too_long
+    assert len(mapped.src) == len(expected.src) == 300 - expected.too_long - expected.uneven
+    assert mapped.uneven == expected.uneven > 0 and mapped.max_ratio == 1.5
     assert [mapped.src[i] for i in range(len(mapped.src))] == expected.src
     assert [mapped.tgt[i] for i in range(len(mapped.tgt))] == expected.tgt
     assert mapped.empty == expected.empty == 1
@@ -75,7 +77,8 @@ def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_w
     saved = json.loads((tmp_path / "run" / "config.json").read_text())["config"]["tokenizer"]
     assert (saved["vocab_size"], saved["model_type"]) == (300, "unigram")
     assert any("prepared with vocab_size=300, model_type='unigram'" in m for m in messages)
-    assert any("longer than 30 tokens dropped (prepared)" in m for m in messages)
+    assert any("longer than 30 tokens dropped, " in m and "with one side over 1.5 times as "
+               "long as the other dropped (prepared)" in m for m in messages)
 
 
 def test_only_the_settings_that_made_the_tokenizer_are_taken(corpus, prepared, tmp_path):

@@ -9,6 +9,7 @@ import typer
 
 from ..checkpoint import read_config
 from ..config import resolve_config
+from ..data import kept_report
 from ..datasets import fetch_multi30k
 from ..errors import UserError
 from ..prepared import TOKENIZER_SAMPLE
@@ -45,7 +46,8 @@ def prepare_command(
     preset_name: Annotated[str | None, typer.Option(
         "--preset", help="Take tokenizer and length settings from this preset.")] = None,
     settings: Annotated[list[str] | None, typer.Option(
-        "--set", help="tokenizer.KEY=value or data.max_len=N (repeatable).")] = None,
+        "--set", help="tokenizer.KEY=value, data.max_len=N or data.max_len_ratio=R "
+        "(repeatable).")] = None,
     sample: Annotated[int, typer.Option(
         help="Train the tokenizer on at most this many pairs (a uniform sample).")
     ] = TOKENIZER_SAMPLE,
@@ -59,7 +61,7 @@ def prepare_command(
     config = resolve_config(preset_name, settings=settings)
     tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer
     info = prepare_corpus(data, out, src_lang, tgt_lang, tokenizer_config, config.data.max_len,
-                          config.train.seed, sample, tokenizer)
-    err.print(f"{info['pairs']:,} pairs kept, {info['empty']:,} with an empty side skipped, "
-              f"{info['too_long']:,} longer than {info['max_len']} tokens dropped", highlight=False)
+                          config.train.seed, sample, tokenizer, config.data.max_len_ratio)
+    err.print(kept_report(info["pairs"], info["empty"], info["too_long"], info["max_len"],
+                          info["uneven"], info["max_len_ratio"]), highlight=False)
     print(out)
