@@ -86,16 +86,18 @@ class Averages:
         self.updates += 1
 
     def validate(self, model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
-                 device: torch.device, outputs: Path) -> tuple[dict[str, Any], list[dict]]:
+                 device: torch.device, outputs: Path, first: bool
+                 ) -> tuple[dict[str, Any], list[dict]]:
         """validation.validate of `model`, then of the EMA (its translations beside, in
         ema-step-N.txt): its scores join the others as ema_val_loss, ema_val_bleu and so on,
-        and ema_best (its score by train.best_metric is the best yet)."""
+        and ema_best (its score by train.best_metric is the best yet; at the `first`
+        validation, whatever it is)."""
         metrics, samples = validate(model, corpus, t, device, outputs)
         if self.ema is None:
             return metrics, samples
         scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"))
-        score = selection_score(scores, self.metric)  # the first is the best so far, as in
-        self.improved = score > self.best_score or self.best_score == -math.inf  # progress.py
+        score = selection_score(scores, self.metric)
+        self.improved = first or score > self.best_score  # as in progress.py
         self.best_score = max(self.best_score, score)
         return {**metrics, **{f"ema_{k}": v for k, v in scores.items()},
                 "ema_best": self.improved}, samples

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import prepared
-from .config import Config, TokenizerConfig
+from .config import Config
 from .data import (
     EncodedText,
     ParallelText,
@@ -47,8 +47,8 @@ class TrainingCorpus:
     # and alpha, nbest, data.max_len and data.max_len_ratio
     sampling: tuple[float, int, int, float] = (0.0, -1, 0, 0.0)
     tgt_lengths: np.ndarray | None = None
-    # the settings the tokenizer was made with: a prepared corpus's, where it records them
-    tokenizer_config: TokenizerConfig | None = None
+    # the run's settings as the corpus has them: a prepared corpus's tokenizer and filters
+    config: Config | None = None
 
     def target_lengths(self) -> np.ndarray:
         """Of the pairs as the epoch reads them: read once an epoch, not per step."""
@@ -90,10 +90,12 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
     if is_prepared and new_run:  # a resumed run's config.json says it already
-        config, changed = prepared.with_its_tokenizer(folder, config)
+        config, changed = prepared.with_its_settings(folder, config)
         if changed:
-            report(f"tokenizer: {folder} was prepared with {', '.join(changed)}; the run "
-                   "takes its tokenizer, and those settings")
+            report(f"{folder} was prepared with {', '.join(changed)}; the run takes its "
+                   "tokenizer and pairs, and those settings")
+    elif is_prepared:
+        prepared.check_filters(folder, config)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
             copy_tokenizer(folder if is_prepared else parent, run_dir)
@@ -112,19 +114,20 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         max_len, max_ratio = data.max_len, data.max_len_ratio
         train = encode_parallel(train_text, tokenizer, max_len, max_ratio)
         if not train.src:
-            raise UserError(f"{folder}: no usable training pairs (all empty or too long)")
+            raise UserError(f"{folder}: no usable training pairs (all empty, too long or, "
+                            "with data.max_len_ratio, uneven)")
     report("train: " + kept_report(len(train.src), train.empty, train.too_long, max_len,
                                    train.uneven, max_ratio)
            + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     alpha, nbest = config.tokenizer.sampling_alpha, config.tokenizer.sampling_nbest
     if not alpha:
-        return TrainingCorpus(tokenizer, train, val_text, val, tokenizer_config=config.tokenizer)
+        return TrainingCorpus(tokenizer, train, val_text, val, config=config)
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
     return TrainingCorpus(tokenizer, train, val_text, val, kept, train,
                           (alpha, nbest, data.max_len, data.max_len_ratio),
-                          tokenizer_config=config.tokenizer)
+                          config=config)
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

@@ -27,7 +27,7 @@ import random
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -174,19 +174,39 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
         info.get("uneven", 0), info.get("max_len_ratio", 0.0))  # not in older corpora
 
 
-def with_its_tokenizer(data_dir: Path, config: Config) -> tuple[Config, list[str]]:
-    """`config` with the tokenizer settings recorded in data_dir's prepared.json: a run on a
-    prepared corpus uses the tokenizer made there, whatever its own settings say, and its
-    config.json should say so. Also returns the settings that changed, as `key=value`."""
-    recorded = read_info(data_dir).get("tokenizer", {})  # none before this was recorded
+def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]]:
+    """`config` with the settings recorded in data_dir's prepared.json: a run on a prepared
+    corpus uses the tokenizer made there and the pairs its length filters kept, whatever its
+    own settings say, and its config.json should say so. Also returns the settings that
+    changed, as `key=value`."""
+    info = read_info(data_dir)
+    recorded = info.get("tokenizer", {})  # none before this was recorded
     if not isinstance(recorded, dict):
         raise UserError(f"{Path(data_dir) / PREPARED}: tokenizer: expected a table of settings")
-    recorded = {key: value for key, value in recorded.items() if key in TOKENIZER_MADE_WITH}
+    recorded = {f"tokenizer.{key}": value for key, value in recorded.items()
+                if key in TOKENIZER_MADE_WITH}
+    recorded.update(filter_settings(info))
     with in_file(Path(data_dir) / PREPARED):
-        adopted = apply_overrides(config, {f"tokenizer.{k}": v for k, v in recorded.items()})
-    changed = [f"{key}={getattr(adopted.tokenizer, key)!r}" for key in recorded
-               if getattr(adopted.tokenizer, key) != getattr(config.tokenizer, key)]
+        adopted = apply_overrides(config, recorded)
+    changed = [f"{key.removeprefix('tokenizer.')}={adopted.get(key)!r}" for key in recorded
+               if adopted.get(key) != config.get(key)]
     return adopted, changed
+
+
+def filter_settings(info: dict) -> dict[str, Any]:
+    """The length filters a corpus was prepared with (no ratio before it was recorded)."""
+    return {"data.max_len": info.get("max_len"), "data.max_len_ratio": info.get("max_len_ratio",
+                                                                               0.0)}
+
+
+def check_filters(data_dir: Path, config: Config) -> None:
+    """A resumed run needs the pairs it started with: its corpus, prepared again with another
+    data.max_len_ratio, would hand it others. (Runs made before the filters were adopted
+    kept their own data.max_len in config.json, so that one is not compared.)"""
+    for key, value in filter_settings(read_info(data_dir)).items():
+        if key == "data.max_len_ratio" and value != config.get(key):
+            raise UserError(f"{data_dir}: prepared again with {key}={value!r}; this run trained "
+                            f"with {config.get(key)!r}: prepare it as before, or start a new run")
 
 
 def read_pairs(src_path: Path, tgt_path: Path):
@@ -242,7 +262,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len, max_ratio,
                             IdFileWriter(out_dir, dtype))
     if not counts.pairs:
-        raise UserError(f"{data_dir}: no usable training pairs (all empty or too long)")
+        raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
+                        "data.max_len_ratio, uneven)")
     for path in val_paths:
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,

@@ -94,8 +94,8 @@ class TrainingProgress:
     def count_validation(self, score: float) -> bool:
         """Record a validation's score; True when it is the best so far (the first always
         is, whatever its score: a run always has best weights)."""
-        self.validated_at = self.step
-        improved = score > self.best_score or self.best_score == -math.inf
+        first, self.validated_at = self.validated_at < 0, self.step
+        improved = first or score > self.best_score
         if improved:
             self.best_score, self.bad_validations = score, 0
         else:

@@ -166,6 +166,7 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
     export's run, which may not be at hand: its fields are then null). The parameters are
     those of every model that decodes."""
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
+    bleu = best_val_bleu(source)  # None without a log (an averaged run has none)
     return {
         "run": run_dir.resolve().name, "ensemble": [other.resolve().name for other in ensemble],
         "engine": settings.engine,
@@ -173,8 +174,8 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "target_language": config.data.tgt_lang if config else None,
         "architecture": config.model.arch if config else None,
         "parameters": sum(map(parameter_count, [source, *ensemble])) if config else None,
-        "best_metric": config.train.best_metric if config else None,
-        "best_val_bleu": best_val_bleu(source),
+        "best_metric": config.train.best_metric if config and bleu is not None else None,
+        "best_val_bleu": bleu,
         "defaults": {"beam": decode.beam, "nbest": 1},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "beam": settings.max_beam},

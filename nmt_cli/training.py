@@ -17,7 +17,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ class Trainer:
                            + (f"; its settings {', '.join(changed)}" if changed else "")))
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
                                            lambda message: self.emit(info(message)), parent)
-        config = self.config = replace(config, tokenizer=self.corpus.tokenizer_config)
+        config = self.config = self.corpus.config
         tokenizer = self.corpus.tokenizer
         if self.world.is_main:
             checkpoint.save_config(run_dir, config, tokenizer)
@@ -156,7 +156,8 @@ class Trainer:
         best weights are kept."""
         outputs = self.run_dir / "valid" / f"step-{self.progress.step:06d}.txt"
         metrics, samples = self.world.from_main(
-            self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs)
+            self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs,
+                                   first=self.progress.validated_at < 0)
             if self.world.is_main else None)
         metric = self.config.train.best_metric
         improved = self.progress.count_validation(selection_score(metrics, metric))

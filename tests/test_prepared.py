@@ -10,7 +10,7 @@ import pytest
 
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split
-from nmt_cli.prepared import is_prepared, open_prepared, prepare
+from nmt_cli.prepared import check_filters, is_prepared, open_prepared, prepare
 from nmt_cli.tokenizer import Tokenizer
 from nmt_cli.training import Trainer, prepare_run_dir, resume
 
@@ -70,13 +70,15 @@ def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_w
         prepared, tmp_path):
     config = apply_overrides(preset("transformer"), {
         **SETTINGS, "data.data_dir": str(prepared), "tokenizer.vocab_size": 32000,
-        "tokenizer.model_type": "bpe", "data.max_len": 50})
+        "tokenizer.model_type": "bpe", "data.max_len": 50, "data.max_len_ratio": 3.0})
     events = []
     Trainer(config, prepare_run_dir(tmp_path / "run"), events.append)
     messages = [event.get("message", "") for event in events]
-    saved = json.loads((tmp_path / "run" / "config.json").read_text())["config"]["tokenizer"]
-    assert (saved["vocab_size"], saved["model_type"]) == (300, "unigram")
-    assert any("prepared with vocab_size=300, model_type='unigram'" in m for m in messages)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert (saved["tokenizer"]["vocab_size"], saved["tokenizer"]["model_type"]) == (300, "unigram")
+    assert (saved["data"]["max_len"], saved["data"]["max_len_ratio"]) == (30, 1.5)
+    assert any("prepared with vocab_size=300, model_type='unigram', data.max_len=30, "
+               "data.max_len_ratio=1.5" in m for m in messages)
     assert any("longer than 30 tokens dropped, " in m and "with one side over 1.5 times as "
                "long as the other dropped (prepared)" in m for m in messages)
 
@@ -178,3 +180,15 @@ def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "prepared.json").read_text())["pairs"] == 300
+
+
+def test_a_resumed_run_refuses_its_corpus_prepared_again_with_another_ratio(prepared, tmp_path):
+    again = tmp_path / "again"
+    shutil.copytree(prepared, again)
+    info = json.loads((again / "prepared.json").read_text())
+    (again / "prepared.json").write_text(json.dumps({**info, "max_len_ratio": 2.0}))
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(again)})
+    with pytest.raises(UserError, match=r"prepared again with data.max_len_ratio=2.0; this run "
+                                        r"trained with 1.5"):
+        check_filters(again, config)
+    check_filters(prepared, config)  # as prepared: fine

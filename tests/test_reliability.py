@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from nmt_cli import checkpoint, files
 from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
+from nmt_cli.data import uneven
 from nmt_cli.stopping import stop_signals
 from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
 
@@ -136,6 +137,18 @@ def test_subword_sampling_draws_each_epoch_anew_and_resumes_exactly(corpus, tmp_
     plain = prepare_run_dir(tmp_path / "plain")
     Trainer(tiny_config(corpus, 24), plain, lambda e: None).run()
     assert step_losses(plain) != step_losses(whole)
+
+
+def test_sampled_segmentations_keep_to_the_length_ratio(corpus, tmp_path):
+    """A drawn segmentation over data.max_len_ratio falls back to the best one, as one over
+    data.max_len does."""
+    config = tiny_config(corpus, 1, **{"tokenizer.sampling_alpha": 0.5,
+                                       "data.max_len_ratio": 1.5})
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+    assert trainer.corpus.best.uneven > 0  # the filter has pairs to drop
+    for seed in range(3):
+        drawn = trainer.corpus.for_epoch(seed)
+        assert not any(uneven(s, t, 1.5) for s, t in zip(drawn.src, drawn.tgt))
 
 
 def nmt(*args: str) -> subprocess.Popen:

@@ -177,6 +177,7 @@ def test_each_metric_scores_validations_by_its_own_number():
         assert selection_score({"val_loss": value}, "loss") == -math.inf
     progress = TrainingProgress()
     assert progress.count_validation(-math.inf)  # the first is the best so far, whatever it is
+    assert not progress.count_validation(-math.inf)  # a second bad one is not
     assert progress.count_validation(-4.0) and not progress.count_validation(-5.0)
 
 

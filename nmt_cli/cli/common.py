@@ -78,8 +78,8 @@ def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False)
     written = output.stat()
     sources = [(str(path), path.stat()) for path in inputs if path is not None and path.exists()]
     if stdin:
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            sources.append(("stdin", os.fstat(sys.stdin.fileno())))
+        with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            sources.append(("stdin", os.fstat(sys.stdin.fileno())))  # None when closed
     for name, read in sources:
         if os.path.samestat(read, written):
             raise UserError(f"-o {output}: it is also the input {name}; write elsewhere")

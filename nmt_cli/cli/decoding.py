@@ -77,7 +77,10 @@ def translate(
 
     With --nbest K, K hypotheses for each line in."""
     check_nbest(nbest, decode)
-    check_output(output_file, input_file, stdin=text is None and input_file is None)
+    from_stdin = text is None and input_file is None
+    if from_stdin and sys.stdin is None:
+        raise UserError("stdin is closed: give TEXT or -i FILE")
+    check_output(output_file, input_file, stdin=from_stdin)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
