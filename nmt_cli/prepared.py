@@ -195,18 +195,19 @@ def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]
 
 def filter_settings(info: dict) -> dict[str, Any]:
     """The length filters a corpus was prepared with (no ratio before it was recorded)."""
-    return {"data.max_len": info.get("max_len"), "data.max_len_ratio": info.get("max_len_ratio",
-                                                                               0.0)}
+    kept = {"data.max_len": info["max_len"]} if "max_len" in info else {}
+    return {**kept, "data.max_len_ratio": info.get("max_len_ratio", 0.0)}
 
 
 def check_filters(data_dir: Path, config: Config) -> None:
     """A resumed run needs the pairs it started with: its corpus, prepared again with another
     data.max_len_ratio, would hand it others. (Runs made before the filters were adopted
     kept their own data.max_len in config.json, so that one is not compared.)"""
-    for key, value in filter_settings(read_info(data_dir)).items():
-        if key == "data.max_len_ratio" and value != config.get(key):
-            raise UserError(f"{data_dir}: prepared again with {key}={value!r}; this run trained "
-                            f"with {config.get(key)!r}: prepare it as before, or start a new run")
+    ratio = filter_settings(read_info(data_dir))["data.max_len_ratio"]
+    if ratio != config.data.max_len_ratio:
+        raise UserError(f"{data_dir}: prepared again with data.max_len_ratio={ratio!r}; this "
+                        f"run trained with {config.data.max_len_ratio!r}: prepare it as "
+                        "before, or start a new run")
 
 
 def read_pairs(src_path: Path, tgt_path: Path):
