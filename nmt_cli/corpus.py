@@ -42,13 +42,11 @@ class TrainingCorpus:
     train: EncodedText | prepared.PreparedText  # token ids of the kept training pairs
     val_text: ParallelText
     val: EncodedText
-    text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
-    best: EncodedText | None = None  # their best segmentations,
-    # and alpha, nbest, data.max_len and data.max_len_ratio
-    sampling: tuple[float, int, int, float] = (0.0, -1, 0, 0.0)
-    tgt_lengths: np.ndarray | None = None
     # the run's settings as the corpus has them: a prepared corpus's tokenizer and filters
-    config: Config | None = None
+    config: Config
+    text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
+    best: EncodedText | None = None  # and their best segmentations
+    tgt_lengths: np.ndarray | None = None
 
     def target_lengths(self) -> np.ndarray:
         """Of the pairs as the epoch reads them: read once an epoch, not per step."""
@@ -62,10 +60,11 @@ class TrainingCorpus:
         best segmentation)."""
         if self.text is None or self.best is None:
             return self.train
-        alpha, nbest, max_len, max_ratio = self.sampling
-        src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, alpha, nbest, seed)
+        data, tokenizer = self.config.data, self.config.tokenizer
+        src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, tokenizer.sampling_alpha,
+                                         tokenizer.sampling_nbest, seed)
         for i, (s, t) in enumerate(zip(src, tgt)):
-            if not fits(s, t, max_len) or uneven(s, t, max_ratio):
+            if not fits(s, t, data.max_len) or uneven(s, t, data.max_len_ratio):
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
         self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
         return self.train
@@ -120,14 +119,11 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                                    train.uneven, max_ratio)
            + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
-    alpha, nbest = config.tokenizer.sampling_alpha, config.tokenizer.sampling_nbest
-    if not alpha:
-        return TrainingCorpus(tokenizer, train, val_text, val, config=config)
+    if not config.tokenizer.sampling_alpha:
+        return TrainingCorpus(tokenizer, train, val_text, val, config)
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
-    return TrainingCorpus(tokenizer, train, val_text, val, kept, train,
-                          (alpha, nbest, data.max_len, data.max_len_ratio),
-                          config=config)
+    return TrainingCorpus(tokenizer, train, val_text, val, config, kept, train)
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

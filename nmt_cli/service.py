@@ -162,9 +162,9 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
     those of an ensemble decoding beside it, its languages and model, the validation BLEU of
     the weights served (the first run's) and the metric that chose them, and what a request
-    may ask for. `source` is the run the weights were trained in (an
-    export's run, which may not be at hand: its fields are then null). The parameters are
-    those of every model that decodes."""
+    may ask for. `source` is the run the weights were trained in (an export's run, which may
+    not be at hand: its fields are then null). The parameters are those of every model that
+    decodes."""
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
     bleu = best_val_bleu(source)  # None without a log (an averaged run has none)
     return {
