@@ -39,11 +39,16 @@ EXTRA = {name: ["--set", "train.precision=bf16"]
 
 
 def train(preset: str, run_dir: Path, max_time: str | None, corpus: Path,
-          pair: str = "en-de", seed: int | None = None) -> float:
+          pair: str = "en-de", seed: int | None = None, settings: tuple[str, ...] = ()
+          ) -> float:
+    """Train `preset` on the pair (en-de; en-de,fr,cs for one model into several languages)
+    with `settings` (key=value) on top; returns the wall-clock seconds."""
     src, tgt = pair.split("-")
     command = [sys.executable, "-m", "nmt_cli", "train", "--preset", preset,
                "--data", str(corpus), "--run", str(run_dir), *EXTRA.get(preset, []),
                "--set", f"data.src_lang={src}", "--set", f"data.tgt_lang={tgt}"]
+    for setting in settings:
+        command += ["--set", setting]
     if max_time:
         command += ["--max-time", max_time]
     if seed is not None:
@@ -91,7 +96,8 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
         start = time.perf_counter()
         translator = Translator.from_run(run_dir, device="cpu", weights=weights,
                                          quantize=quantize)
-        hypotheses = translator.translate(sources, DecodeConfig(beam=beam, device="cpu"))
+        hypotheses = translator.translate(sources, DecodeConfig(beam=beam, device="cpu",
+                                                                tgt_lang=tgt))
         seconds = time.perf_counter() - start
         (run_dir / f"test_2016_flickr.{name}.{tgt}").write_text("\n".join(hypotheses) + "\n")
         bleu, chrf = evaluate(hypotheses, references, ("bleu", "chrf"))

@@ -74,8 +74,8 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
     layer = parse_index("--layer", num_layers if layer is None else layer, num_layers,
                         LAYER_WORDS)
     head = parse_index("--head", head, num_heads, HEAD_WORDS)
-    src_ids = run.tokenizer.encode_src([sentence])[0][: run.model.max_positions - 1]
-    if not sentence.strip() or not src_ids:
+    src_ids = translator.encode([sentence], config)[0]
+    if not src_ids:
         raise UserError("the sentence is empty: give some text to translate")
     translator.move_to(config.device)
     with mixed_precision(translator.device, config.precision):

@@ -20,6 +20,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from .errors import UserError, in_file
+from .languages import check_languages
 
 # Every list of choices, defined once: the checks below and the command line's options use them.
 ARCHS = ("transformer", "gru")
@@ -40,7 +41,7 @@ EXPORT_QUANTIZATIONS = ("float32", "int8", "int8_float32", "float16")  # CTransl
 class DataConfig:
     data_dir: str = ""  # holds SPLIT.LANG or SPLIT.LANG.gz files; "": the bundled sample
     src_lang: str = "en"
-    tgt_lang: str = "de"
+    tgt_lang: str = "de"  # several, "de,fr,cs": one model into each (languages.py)
     max_len: int = 100  # training pairs longer than this (in tokens, either side) are dropped
     # Training pairs whose one side has more than this many times the tokens of the other are
     # dropped, as misaligned (Moses' clean-corpus-n drops over 9; 1.5-3 is common); 0: off
@@ -157,6 +158,9 @@ class DecodeConfig:
     # Rule out any token that would repeat an n-gram of this many tokens already in the output
     # (search.block_repeated_ngrams; a cure for "a man a man a man"); 0: off
     no_repeat_ngram: int = 0
+    # For a model trained into several languages (data.tgt_lang "de,fr"): the one to translate
+    # into (languages.py); "" for a model with one
+    tgt_lang: str = ""
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),
@@ -211,6 +215,7 @@ class Config:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
         if self.train.lr <= 0:
             raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        check_languages(self.data.tgt_lang)
         if self.data.max_len_ratio and not self.data.max_len_ratio >= 1:
             raise UserError("data.max_len_ratio must be 0 (off) or at least 1 "
                             f"(got {self.data.max_len_ratio})")

@@ -33,6 +33,7 @@ from .data import (
 )
 from .distributed import World
 from .errors import UserError
+from .languages import check_tags, language_tags
 from .tokenizer import Tokenizer, copy_tokenizer
 
 
@@ -97,9 +98,12 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         prepared.check_filters(folder, config)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
-            copy_tokenizer(folder if is_prepared else parent, run_dir)
+            source = folder if is_prepared else parent
+            check_tags(Tokenizer.load(source), data.tgt_lang, str(source))
+            copy_tokenizer(source, run_dir)
         else:
-            Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir)
+            Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir,
+                            language_tags(data.tgt_lang))
     world.barrier()
     if not world.is_main and not any(run_dir.glob("spm*.model")):
         raise UserError(f"rank {world.rank}: {run_dir} holds no tokenizer here; training on "

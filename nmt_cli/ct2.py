@@ -67,13 +67,15 @@ def find_export(path: Path) -> Path:
                     f"with `nmt export {path} --format ctranslate2`")
 
 
-def read_export(path: Path) -> tuple[Path, int]:
-    """The run an export came from and the positions its model has."""
+def read_export(path: Path) -> tuple[Path, int, list[str]]:
+    """The run an export came from, the positions its model has and its target languages
+    (none in an export made before they were recorded)."""
     file = path / EXPORT_FILE
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
-        return Path(meta["run"]), int(meta["max_positions"])
-    except (ValueError, KeyError, TypeError) as e:
+        languages = [str(language) for language in meta.get("target_languages", [])]
+        return Path(meta["run"]), int(meta["max_positions"]), languages
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
 
 
@@ -87,9 +89,10 @@ class CTranslate2Translator(Engine):
     """An export loaded into a `ctranslate2.Translator`."""
 
     def __init__(self, translator, tokenizer: Tokenizer, max_positions: int, run_dir: Path,
-                 warn: Callable[[str], None] | None = None):
+                 target_languages: list[str], warn: Callable[[str], None] | None = None):
         self.translator, self.tokenizer, self.max_positions = translator, tokenizer, max_positions
         self.run_dir = run_dir  # the run it was exported from
+        self.target_languages = target_languages
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
         piece = tokenizer.tgt.id_to_piece
         self.eos, self.never = piece(EOS_ID), [[piece(PAD_ID)], [piece(SOS_ID)]]
@@ -107,14 +110,14 @@ class CTranslate2Translator(Engine):
         if device == "mps":
             raise UserError("--device mps: CTranslate2 runs on cpu or cuda only")
         path = find_export(path)
-        run_dir, max_positions = read_export(path)
+        run_dir, max_positions, languages = read_export(path)
         try:
             translator = ctranslate2.Translator(
                 str(path), device=device, compute_type=compute_type(precision, quantize),
                 inter_threads=threads or torch.get_num_threads(), intra_threads=1)
         except (ValueError, RuntimeError) as e:
             raise UserError(f"{path}: cannot load the CTranslate2 model ({e})") from None
-        return cls(translator, Tokenizer.load(path), max_positions, run_dir)
+        return cls(translator, Tokenizer.load(path), max_positions, run_dir, languages)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
@@ -125,7 +128,8 @@ class CTranslate2Translator(Engine):
         if attention:
             raise UserError("--attention: the ctranslate2 engine gives no attention weights; "
                             "use --engine torch")
-        src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn)
+        src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
+                                self.language_tag(config))
         found = self.search(src_ids, config)
         return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
 

@@ -35,6 +35,7 @@ from .checkpoint import Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
 from .ct2 import EXPORT_FILE, import_ctranslate2
 from .errors import UserError
+from .languages import target_languages
 from .models.transformer import DecoderLayer, EncoderLayer, Transformer
 from .special_tokens import EOS_ID, SOS_ID, UNK_ID
 from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE
@@ -162,6 +163,7 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
     (partial / EXPORT_FILE).write_text(json.dumps({
         "format": "ctranslate2", "nmt_version": __version__, "run": str(run.path.resolve()),
         "quantization": quantization, "max_positions": run.config.model.max_positions,
+        "target_languages": target_languages(run.config.data.tgt_lang),
         "ctranslate2_version": ctranslate2.__version__}, indent=2) + "\n")
     if out_dir.exists():
         shutil.rmtree(out_dir)

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from .errors import UserError
+from .languages import language_tags, tag_line, target_languages
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
 
@@ -117,8 +118,16 @@ def read_parallel(src_path: Path, tgt_path: Path) -> ParallelText:
 
 
 def load_split(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> ParallelText:
-    return read_parallel(find_split_file(data_dir, split, src_lang),
-                         find_split_file(data_dir, split, tgt_lang))
+    """The pairs of SPLIT.SRC and SPLIT.TGT; with several target languages (data.tgt_lang
+    "de,fr"), those of each in turn, every source opened by its language's tag."""
+    tags = language_tags(tgt_lang) or [""]
+    text = ParallelText([], [])
+    for language, tag in zip(target_languages(tgt_lang), tags):
+        pairs = read_parallel(find_split_file(data_dir, split, src_lang),
+                              find_split_file(data_dir, split, language))
+        text.src += [tag_line(line, tag) for line in pairs.src]
+        text.tgt += pairs.tgt
+    return text
 
 
 @dataclass

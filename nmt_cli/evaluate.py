@@ -75,8 +75,9 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     decode = decode or DecodeConfig()
     translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision,
                              ensemble)
+    translator.language_tag(decode)  # a one-line error before any work for a wrong --tgt-lang
     if src is None or ref is None:
-        src, ref = test_files_of_run(translator.run_dir)
+        src, ref = test_files_of_run(translator.run_dir, decode.tgt_lang)
     text = read_parallel(src, ref)
     hypotheses = translator.translate(text.src, decode)
     name = " + ".join(map(str, [run_dir, *(ensemble or [])]))
@@ -94,12 +95,13 @@ def evaluate_file(hyp: Path, ref: Path, metrics: tuple[str, ...] = ("bleu",),
                       hypotheses, references)
 
 
-def test_files_of_run(run_dir: Path) -> tuple[Path, Path]:
-    """The source and reference files of the test split of a run's corpus."""
+def test_files_of_run(run_dir: Path, tgt_lang: str = "") -> tuple[Path, Path]:
+    """The source and reference files of the test split of a run's corpus, into `tgt_lang`
+    for a run with several target languages."""
     data = read_config(run_dir)[0].data
     folder = corpus_dir(data.data_dir)
     return (find_split_file(folder, "test", data.src_lang),
-            find_split_file(folder, "test", data.tgt_lang))
+            find_split_file(folder, "test", tgt_lang or data.tgt_lang))
 
 
 def save_translations(evaluation: Evaluation, path: Path) -> None:

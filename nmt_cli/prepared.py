@@ -35,6 +35,7 @@ from .config import Config, TokenizerConfig, apply_overrides
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError, in_file
 from .files import atomic_write
+from .languages import check_languages, check_tags, language_tags, tag_line, target_languages
 from .tokenizer import Tokenizer, copy_tokenizer
 
 PREPARED = "prepared.json"
@@ -223,10 +224,18 @@ def read_pairs(src_path: Path, tgt_path: Path):
         yield src, tgt
 
 
-def sample_pairs(src_path: Path, tgt_path: Path, limit: int, seed: int) -> ParallelText:
+def tagged_pairs(files: list[tuple[Path, Path, str]]):
+    """The pairs of each (source file, target file, language tag) in turn, every source
+    opened by its tag ("": none)."""
+    for src_path, tgt_path, tag in files:
+        for src, tgt in read_pairs(src_path, tgt_path):
+            yield tag_line(src, tag), tgt
+
+
+def sample_pairs(pairs, limit: int, seed: int) -> ParallelText:
     """All pairs if there are at most `limit`, else a uniform sample of `limit` (reservoir)."""
     rng, sample = random.Random(seed), []
-    for seen, pair in enumerate(read_pairs(src_path, tgt_path)):
+    for seen, pair in enumerate(pairs):
         if seen < limit:
             sample.append(pair)
         elif (j := rng.randrange(seen + 1)) < limit:
@@ -242,9 +251,12 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
     `tokenizer_config`), e.g. to fine-tune that run on them."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
+    check_languages(tgt_lang)
+    languages, tags = target_languages(tgt_lang), language_tags(tgt_lang)
     src_path = find_split_file(data_dir, "train", src_lang)
-    tgt_path = find_split_file(data_dir, "train", tgt_lang)
-    val_paths = [find_split_file(data_dir, "val", lang) for lang in (src_lang, tgt_lang)]
+    files = [(src_path, find_split_file(data_dir, "train", language), tag)
+             for language, tag in zip(languages, tags or [""])]
+    val_paths = [find_split_file(data_dir, "val", lang) for lang in (src_lang, *languages)]
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
     if tokenizer_from is not None:
@@ -252,15 +264,16 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
     if tokenizer_from is None:
-        text = sample_pairs(src_path, tgt_path, sample, seed)
-        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir)
+        text = sample_pairs(tagged_pairs(files), sample, seed)
+        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir, tags)
         del text
     else:
         copy_tokenizer(tokenizer_from, out_dir)
         tokenizer = Tokenizer.load(out_dir)
+        check_tags(tokenizer, tgt_lang, f"--tokenizer {tokenizer_from}")
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
-    counts = write_id_files(read_pairs(src_path, tgt_path), tokenizer, max_len, max_ratio,
+    counts = write_id_files(tagged_pairs(files), tokenizer, max_len, max_ratio,
                             IdFileWriter(out_dir, dtype))
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "

@@ -48,12 +48,13 @@ class PairScore:
 
 def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines: list[str],
                 batch_size: int = 64, precision: str = "auto",
-                warn: Callable[[str], None] = lambda message: None) -> list[PairScore]:
-    """The score of each (source, target) pair, in order. A source longer than the model's
-    positions is cut, as translation cuts it; a target too long for them cannot be scored
-    (no tokens, a log-probability of NaN)."""
+                warn: Callable[[str], None] = lambda message: None, tag: str = ""
+                ) -> list[PairScore]:
+    """The score of each (source, target) pair, in order, each source opened by the language
+    `tag` (if any). A source longer than the model's positions is cut, as translation cuts it;
+    a target too long for them cannot be scored (no tokens, a log-probability of NaN)."""
     model, tokenizer = run.model.eval(), run.tokenizer
-    src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn)
+    src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn, tag)
     tgt_ids = [ids if line.strip() else [] for line, ids in
                zip(tgt_lines, tokenizer.encode_tgt(tgt_lines))]
     fits = [i for i, ids in enumerate(tgt_ids) if len(ids) < model.max_positions]
@@ -73,14 +74,15 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
 
 def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
                 batch_size: int = 64, precision: str = "auto",
-                warn: Callable[[str], None] = lambda message: None, chunk_size: int = 10_000
-                ) -> Iterator[tuple[str, str, PairScore]]:
+                warn: Callable[[str], None] = lambda message: None, tag: str = "",
+                chunk_size: int = 10_000) -> Iterator[tuple[str, str, PairScore]]:
     """(source, target, score) for each line pair of two files, read a chunk at a time, so
     that memory does not grow with their length."""
     pairs = read_pairs(src_path, tgt_path)
     while chunk := list(itertools.islice(pairs, chunk_size)):
         src, tgt = [s for s, _ in chunk], [t for _, t in chunk]
-        yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn))
+        yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn,
+                                             tag))
 
 
 @torch.inference_mode()

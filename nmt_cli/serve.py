@@ -58,7 +58,10 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     thread = decoding_thread()
     engine = thread.submit(load_engine, settings.engine, run_dir, decode.device, quantize,
                            decode.precision, ensemble).result()
-    info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [])
+    if decode.tgt_lang:  # without it, each request to a model of several languages names one
+        engine.language_tag(decode)
+    info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [],
+                    engine.target_languages)
     app = create_app(engine, info, settings, decode, thread)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))
@@ -93,7 +96,8 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
-        query = parse_query(await read_body(request, settings.max_body), settings, decode)
+        query = parse_query(await read_body(request, settings.max_body), settings, decode,
+                            engine.target_languages)
         found = await batcher.translate(query.lines, query.config, query.nbest)
         return JSONResponse(translations_json(found, query.nbest))
 

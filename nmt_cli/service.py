@@ -19,9 +19,10 @@ from typing import Any
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .errors import UserError
+from .languages import chosen_tag
 from .translate import Translation
 
-REQUEST_FIELDS = ("text", "beam", "nbest")
+REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang")
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,11 @@ class Query:
     nbest: int
 
 
-def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig) -> Query:
-    """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong,
-    413 when it holds more lines, or longer ones, than the limits allow."""
+def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
+                languages: list[str] | None = None) -> Query:
+    """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong
+    (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
+    longer ones, than the limits allow."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -90,7 +93,14 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig) -> Que
     lines = text_lines(request.get("text"), settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
-    return Query(lines, dataclasses.replace(decode, beam=beam), nbest)
+    tgt_lang = request.get("tgt_lang", decode.tgt_lang)
+    if not isinstance(tgt_lang, str):
+        raise ApiError(422, '"tgt_lang" must be a string, e.g. "de"')
+    try:
+        chosen_tag(languages or [], tgt_lang, '"tgt_lang"')
+    except UserError as e:
+        raise ApiError(422, str(e)) from None
+    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest)
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -158,7 +168,7 @@ def finite(number: float) -> float | None:
 
 
 def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
-             ensemble: list[Path]) -> dict[str, Any]:
+             ensemble: list[Path], languages: list[str]) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
     those of an ensemble decoding beside it, its languages and model, the validation BLEU of
     the weights served (the first run's) and the metric that chose them, and what a request
@@ -172,11 +182,12 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "engine": settings.engine,
         "source_language": config.data.src_lang if config else None,
         "target_language": config.data.tgt_lang if config else None,
+        "target_languages": languages,  # what "tgt_lang" may name
         "architecture": config.model.arch if config else None,
         "parameters": sum(map(parameter_count, [source, *ensemble])) if config else None,
         "best_metric": config.train.best_metric if config and bleu is not None else None,
         "best_val_bleu": bleu,
-        "defaults": {"beam": decode.beam, "nbest": 1},
+        "defaults": {"beam": decode.beam, "nbest": 1, "tgt_lang": decode.tgt_lang},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "beam": settings.max_beam},
     }

@@ -3,14 +3,16 @@
 Every model sees the same four special ids (special_tokens.py): <pad> = 0, <unk> = 1,
 <sos> = 2, <eos> = 3.
 A joint model (the default) segments source and target with one vocabulary; otherwise each
-side has its own.
+side has its own. A run with several target languages (languages.py) has a tag per language,
+<2de>, right after the special pieces: a source line may open with one, which is one token.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -21,6 +23,7 @@ from .files import atomic_write_bytes
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
+TAG = re.compile(r"<2[^<>\s]+>")  # a language tag (languages.language_tag)
 
 
 def tokenizer_files(folder: Path) -> dict[str, bytes]:
@@ -45,8 +48,10 @@ def copy_tokenizer(from_dir: Path, to_dir: Path) -> None:
     write_tokenizer(tokenizer_files(from_dir), to_dir)
 
 
-def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig) -> bytes:
-    """Train one SentencePiece model on `lines` and return its serialized bytes."""
+def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
+                        tags: Sequence[str] = ()) -> bytes:
+    """Train one SentencePiece model on `lines` and return its serialized bytes; `tags` become
+    whole pieces (user-defined symbols), right after the special ones."""
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
@@ -55,6 +60,7 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig) -> bytes:
             character_coverage=config.character_coverage,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=SOS_ID, eos_id=EOS_ID,
             pad_piece="<pad>", unk_piece="<unk>", bos_piece="<sos>", eos_piece="<eos>",
+            user_defined_symbols=list(tags),
             hard_vocab_limit=False, input_sentence_size=2_000_000, shuffle_input_sentence=True,
             num_threads=os.cpu_count() or 1, minloglevel=2,
         )
@@ -69,6 +75,12 @@ class Tokenizer:
 
     def __init__(self, src: spm.SentencePieceProcessor, tgt: spm.SentencePieceProcessor):
         self.src, self.tgt = src, tgt
+        self.tags = source_tags(src)  # {tag: id}
+
+    @property
+    def languages(self) -> list[str]:
+        """The target languages whose tags the source side knows; none for one language."""
+        return [tag[2:-1] for tag in self.tags]
 
     @property
     def joint(self) -> bool:
@@ -84,12 +96,13 @@ class Tokenizer:
 
     @classmethod
     def train(cls, src_lines: list[str], tgt_lines: list[str], config: TokenizerConfig,
-              out_dir: Path) -> Tokenizer:
-        """Train on the training text and write the model file(s) into `out_dir`."""
+              out_dir: Path, tags: Sequence[str] = ()) -> Tokenizer:
+        """Train on the training text and write the model file(s) into `out_dir`; the source
+        side keeps each of `tags` whole."""
         if config.joint:
-            protos = {JOINT_FILE: train_sentencepiece(src_lines + tgt_lines, config)}
+            protos = {JOINT_FILE: train_sentencepiece(src_lines + tgt_lines, config, tags)}
         else:
-            protos = {SRC_FILE: train_sentencepiece(src_lines, config),
+            protos = {SRC_FILE: train_sentencepiece(src_lines, config, tags),
                       TGT_FILE: train_sentencepiece(tgt_lines, config)}
         write_tokenizer(protos, out_dir)
         return cls.load(out_dir)
@@ -110,7 +123,22 @@ class Tokenizer:
         raise UserError(f"{run_dir}: no tokenizer model ({JOINT_FILE} or {SRC_FILE}/{TGT_FILE})")
 
     def encode_src(self, lines: list[str]) -> list[list[int]]:
-        return self.src.encode(lines)
+        if not self.tags:
+            return self.src.encode(lines)
+        tags, rests = self.split_tags(lines)
+        return [tag + ids for tag, ids in zip(tags, self.src.encode(rests))]
+
+    def split_tags(self, lines: list[str]) -> tuple[list[list[int]], list[str]]:
+        """The id of each line's opening language tag (or none), and the rest of the line:
+        "<2fr> A man" is [<2fr>] + the pieces of "A man", without the "▁" that SentencePiece
+        would put before the tag."""
+        tags, rests = [], []
+        for line in lines:
+            head, _, rest = line.partition(" ")
+            found = head in self.tags
+            tags.append([self.tags[head]] if found else [])
+            rests.append(rest if found else line)
+        return tags, rests
 
     def encode_tgt(self, lines: list[str]) -> list[list[int]]:
         return self.tgt.encode(lines)
@@ -119,13 +147,25 @@ class Tokenizer:
                seed: int) -> tuple[list[list[int]], list[list[int]]]:
         """Segmentations drawn at random (subword regularization), the same ones for the same
         seed: SentencePiece's generator seeded before each side, one thread drawing."""
+        tags, src_lines = self.split_tags(src_lines)
         sides = []
         for offset, (processor, lines) in enumerate(((self.src, src_lines),
                                                       (self.tgt, tgt_lines))):
             spm.set_random_generator_seed((seed * 2 + offset) % 2**32)  # an unsigned int
             sides.append(processor.encode(lines, enable_sampling=True, alpha=alpha,
                                           nbest_size=nbest, num_threads=1))
-        return sides[0], sides[1]
+        return [tag + ids for tag, ids in zip(tags, sides[0])], sides[1]
 
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode(ids)
+
+
+def source_tags(processor: spm.SentencePieceProcessor) -> dict[str, int]:
+    """The language tags of a source model, by piece: those right after the special pieces."""
+    tags = {}
+    for i in range(EOS_ID + 1, processor.get_piece_size()):
+        piece = processor.id_to_piece(i)
+        if not TAG.fullmatch(piece):
+            break
+        tags[piece] = i
+    return tags

@@ -23,6 +23,7 @@ from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
+from .languages import chosen_tag, tag_line, target_languages
 from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID, SOS_ID
@@ -55,6 +56,12 @@ class Engine:
     `run_dir` is the run it translates with (its test split is what `nmt eval` scores)."""
 
     run_dir: Path
+    target_languages: list[str]  # none when not known
+
+    def language_tag(self, config: DecodeConfig) -> str:
+        """The tag that opens each source for config.tgt_lang (languages.py); "" for a model
+        with one target language."""
+        return chosen_tag(self.target_languages, config.tgt_lang)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
@@ -99,6 +106,7 @@ class Translator(Engine):
     def __init__(self, run: Run, device: torch.device,
                  warn: Callable[[str], None] | None = None):
         self.run, self.device, self.run_dir = run, device, run.path
+        self.target_languages = target_languages(run.config.data.tgt_lang)
         self.generators: dict[tuple[int, torch.device], torch.Generator] = {}  # by seed
         fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
@@ -142,7 +150,7 @@ class Translator(Engine):
             raise UserError("--attention: each model of an ensemble attends in its own way; "
                             "drop --ensemble to see one")
         self.move_to(config.device)
-        src_ids = self.encode(lines)
+        src_ids = self.encode(lines, config)
         model = self.run.model
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
@@ -161,9 +169,11 @@ class Translator(Engine):
             self.generators[key] = new_generator(config.sampling_seed, self.device)
         return self.generators[key]
 
-    def encode(self, lines: list[str]) -> list[list[int]]:
-        """Source ids per line (blank lines give none), cut to what the model can position."""
-        return encode_source(self.run.tokenizer, lines, self.run.model.max_positions, self.warn)
+    def encode(self, lines: list[str], config: DecodeConfig) -> list[list[int]]:
+        """Source ids per line (blank lines give none), opened by the tag of config.tgt_lang
+        and cut to what the model can position."""
+        return encode_source(self.run.tokenizer, lines, self.run.model.max_positions, self.warn,
+                             self.language_tag(config))
 
     def translations(self, src_ids: list[int], hypotheses: list[Hypothesis],
                      weights: list[torch.Tensor] | None) -> list[Translation]:
@@ -171,11 +181,12 @@ class Translator(Engine):
 
 
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
-                  warn: Callable[[str], None]) -> list[list[int]]:
-    """Source ids per line (blank lines give none), cut to `max_positions` - 1 tokens: room
-    for the <eos> every source ends with."""
+                  warn: Callable[[str], None], tag: str = "") -> list[list[int]]:
+    """Source ids per line (blank lines give none), opened by a language tag (if any), cut to
+    `max_positions` - 1 tokens: room for the <eos> every source ends with."""
+    tagged = [tag_line(line, tag) for line in lines]
     src_ids = [ids if line.strip() else []
-               for line, ids in zip(lines, tokenizer.encode_src(lines))]
+               for line, ids in zip(lines, tokenizer.encode_src(tagged))]
     longest = max_positions - 1
     for ids in src_ids:
         if len(ids) > longest:

@@ -1,6 +1,7 @@
 """Scoring the model during training: teacher-forced loss and perplexity, and the BLEU and
-chrF of its greedy translations of the validation set, which are written to the run directory
-(valid/step-000500.txt) and three of which are shown. One of them, train.best_metric, ranks
+chrF of its greedy translations of the validation set (and of each target language's part, for
+a run with several), which are written to the run directory (valid/step-000500.txt) and three
+of which are shown. One of them, train.best_metric, ranks
 the validations (`selection_score`)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .data import make_batch, token_batches
 from .devices import mixed_precision
 from .evaluate import evaluate
 from .files import atomic_write_text
+from .languages import rows_by_language
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
@@ -43,11 +45,20 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     hypotheses = translate_greedy(model, corpus, text.src, t.precision, device)
     outputs.parent.mkdir(exist_ok=True)
     atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
-    samples = [{"source": s, "reference": r, "output": o}
-               for s, r, o in list(zip(text.src, text.tgt, hypotheses))[:SAMPLES]]
     bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf")))
-    return {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
-            "val_chrf": chrf}, samples
+    metrics = {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
+               "val_chrf": chrf}
+    groups = rows_by_language(text.src, corpus.config.data.tgt_lang)
+    if len(groups) > 1:  # several target languages: the scores of each too
+        for language, rows in groups.items():
+            scores = evaluate([hypotheses[i] for i in rows], [text.tgt[i] for i in rows],
+                              ("bleu", "chrf"))
+            metrics |= {f"val_bleu_{language}": scores[0].score,
+                        f"val_chrf_{language}": scores[1].score}
+    shown = [rows[i] for i in range(SAMPLES) for rows in groups.values() if i < len(rows)]
+    samples = [{"source": text.src[i], "reference": text.tgt[i], "output": hypotheses[i]}
+               for i in shown[:SAMPLES]]
+    return metrics, samples
 
 
 def selection_score(metrics: dict[str, float], metric: str) -> float:

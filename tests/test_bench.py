@@ -544,6 +544,31 @@ def test_quality_trains_and_scores_the_pair_it_is_given(multi30k_layout, tmp_pat
     assert "| multi30k-gru | en-fr |" in result.stdout
 
 
+@pytest.mark.slow
+def test_multilingual_compares_one_model_into_three_languages_with_three(multi30k_layout,
+                                                                         tmp_path):
+    corpus = tmp_path / "multi30k"
+    corpus.mkdir()
+    for path in multi30k_layout.iterdir():  # the sample's German also under French and Czech
+        for language in ("de", "fr", "cs"):
+            (corpus / path.name.replace(".de.", f".{language}.")).write_bytes(path.read_bytes())
+    out = tmp_path / "multilingual"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.multilingual", "--minutes", "0.04", "--data", str(corpus),
+         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((out / "en-all" / "config.json").read_text())["config"]
+    assert config["data"]["tgt_lang"] == "de,fr,cs" and config["train"]["validate_every"] == 750
+    assert config["train"]["max_time"] == pytest.approx(3 * 0.04 * 60)
+    figures = json.loads((out / "multilingual.json").read_text())["languages"]
+    assert [f["language"] for f in figures] == ["de", "fr", "cs"]
+    for language in ("de", "fr", "cs"):
+        for run in (f"en-{language}", "en-all"):
+            assert len((out / run / f"test_2016_flickr.beam5.{language}").read_text()
+                       .splitlines()) == 40
+    assert "| cs |" in result.stdout and "p (bootstrap / AR)" in result.stdout
+
+
 def test_a_peer_runs_without_the_settings_that_nmt_makes_for_itself(monkeypatch):
     import bench.common as common
     from nmt_cli import before_torch

@@ -120,6 +120,7 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
     "temperature": "With --sampling: divide the logits by T (above 1: more varied).",
     "sampling_seed": "With --sampling: the seed of the draws.",
     "no_repeat_ngram": "Never repeat an n-gram of this many tokens in an output (0: off).",
+    "tgt_lang": "The language to translate into, for a model trained into several.",
 }
 DECODE_TYPES = {"device": Device, "precision": Precision}
 

@@ -42,7 +42,8 @@ def prepare_command(
     data: Annotated[Path, typer.Option(help="Corpus directory with train and val files.")],
     out: Annotated[Path, typer.Option(help="Folder to write the prepared corpus into.")],
     src_lang: Annotated[str, typer.Option(help="Source language suffix.")] = "en",
-    tgt_lang: Annotated[str, typer.Option(help="Target language suffix.")] = "de",
+    tgt_lang: Annotated[str, typer.Option(
+        help="Target language suffix; several, as de,fr,cs: one model into each.")] = "de",
     preset_name: Annotated[str | None, typer.Option(
         "--preset", help="Take tokenizer and length settings from this preset.")] = None,
     settings: Annotated[list[str] | None, typer.Option(

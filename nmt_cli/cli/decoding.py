@@ -85,6 +85,7 @@ def translate(
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
+    translator.language_tag(decode)  # before -o is opened
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
@@ -262,16 +263,17 @@ def score(
     device: Annotated[Device, typer.Option(help=DECODE_HELP["device"])] = AUTO_DEVICE,
     precision: Annotated[Precision, typer.Option(help=DECODE_HELP["precision"])
                          ] = AUTO_PRECISION,
+    tgt_lang: Annotated[str, typer.Option(help=DECODE_HELP["tgt_lang"])] = "",
 ):
     """Score translations by a model: log P(target | source), one line per pair.
 
     A target too long for the model's positions scores nan (null in jsonl)."""
     check_output(output_file, src, tgt)
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
-                            precision=precision.value)  # checks them
+                            precision=precision.value, tgt_lang=tgt_lang)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
-                        settings.precision, translator.warn)
+                        settings.precision, translator.warn, translator.language_tag(settings))
     with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
             sys.stdout) as out:
         for number, (source, target, pair) in enumerate(found, 1):

@@ -30,7 +30,8 @@ def train(
         help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test); "
         "default: the sample corpus that comes with nmt.")] = None,
     src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
-    tgt_lang: Annotated[str | None, typer.Option(help="Target language suffix.")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(
+        help="Target language suffix; several, as de,fr,cs: one model into each.")] = None,
     run: Annotated[Path | None, typer.Option(
         "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
         "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,

@@ -1,0 +1,88 @@
+"""One model for several target languages (Johnson et al., 2017, Google's multilingual NMT).
+
+`data.tgt_lang = "de,fr,cs"` trains one model on the pairs of every language together. Each
+source sentence opens with a tag naming the language wanted, "<2fr> A man rides a horse.", so
+the same encoder and decoder learn all of them, and `--tgt-lang fr` picks one when
+translating. The tokenizer keeps each tag whole, one token (tokenizer.py); a run with one
+target language has no tags.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import UserError
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+
+def target_languages(tgt_lang: str) -> list[str]:
+    """The languages of data.tgt_lang, a comma-separated list of file suffixes."""
+    return tgt_lang.split(",")
+
+
+def language_tag(language: str) -> str:
+    return f"<2{language}>"
+
+
+def language_tags(tgt_lang: str) -> list[str]:
+    """The tags of a run's target languages; none when it has one."""
+    languages = target_languages(tgt_lang)
+    return [language_tag(language) for language in languages] if len(languages) > 1 else []
+
+
+def tag_line(line: str, tag: str) -> str:
+    """The line opened by `tag` ("": unchanged); a blank line stays blank, to be skipped."""
+    return f"{tag} {line}" if tag and line.strip() else line
+
+
+def rows_by_language(sources: list[str], tgt_lang: str) -> dict[str, list[int]]:
+    """The rows of each target language among tagged sources (every row for one language;
+    a blank source, having no tag, in none)."""
+    languages = target_languages(tgt_lang)
+    if len(languages) == 1:
+        return {languages[0]: list(range(len(sources)))}
+    rows: dict[str, list[int]] = {language: [] for language in languages}
+    by_tag = dict(zip(language_tags(tgt_lang), languages))
+    for row, source in enumerate(sources):
+        language = by_tag.get(source.partition(" ")[0])
+        if language is not None:
+            rows[language].append(row)
+    return rows
+
+
+def check_tags(tokenizer: Tokenizer, tgt_lang: str, where: str) -> None:
+    """A tokenizer made elsewhere (a prepared corpus's, a parent run's) must hold the tag of
+    every target language, as one piece."""
+    missing = [tag for tag in language_tags(tgt_lang) if tag not in tokenizer.tags]
+    if missing:
+        raise UserError(f"{where}: its tokenizer has no {missing[0]} tag, so it cannot train "
+                        f"into {tgt_lang}; train a new tokenizer")
+
+
+def check_languages(tgt_lang: str) -> None:
+    """A one-line error for a data.tgt_lang that cannot name files and tags."""
+    languages = target_languages(tgt_lang)
+    for language in languages:
+        if not language or any(c.isspace() or c in "<>/\\" for c in language):
+            raise UserError(f"data.tgt_lang {tgt_lang!r}: {language!r} is not a language "
+                            "suffix; give one, or several separated by commas (de,fr,cs)")
+    if len(set(languages)) < len(languages):
+        raise UserError(f"data.tgt_lang {tgt_lang!r} names a language twice")
+
+
+def chosen_tag(languages: list[str], chosen: str, option: str = "--tgt-lang") -> str:
+    """The tag that asks for `chosen` (given as `option`) from a model that translates into
+    `languages` (empty when not known): none for a model with one target language."""
+    asked = f"{option} {chosen!r}" if chosen else option
+    if len(languages) > 1:
+        if chosen not in languages:
+            raise UserError(f"{asked}: this model translates into {', '.join(languages)}; "
+                            "name one")
+        return language_tag(chosen)
+    if chosen and languages and chosen != languages[0]:
+        raise UserError(f"{asked}: this model translates into {languages[0]} only")
+    if chosen and not languages:
+        raise UserError(f"{asked}: this model does not say its target language; leave it out")
+    return ""

@@ -1,0 +1,245 @@
+"""Several target languages in one model (languages.py): tags that are one token and open
+every source, a model that learns from them which language to produce, and every way in
+(text or prepared corpora; translate, eval, score, attention, serve, CTranslate2) asking for
+one language by --tgt-lang."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from test_cli import invoke, one_line_error
+
+from nmt_cli.config import DecodeConfig, TokenizerConfig, apply_overrides, preset
+from nmt_cli.data import encode_parallel, load_split
+from nmt_cli.errors import UserError
+from nmt_cli.prepared import open_prepared, prepare
+from nmt_cli.service import ApiError, ServeConfig, parse_query
+from nmt_cli.tokenizer import Tokenizer
+from nmt_cli.training import Trainer, prepare_run_dir, train
+from nmt_cli.translate import Translator
+
+from conftest import read_sample, write_corpus
+
+LETTERS = "abcdefghij"
+# The toy task: each source is a few letters; "copy" repeats them, "rev" reverses them. A
+# model can do both only by reading the tag.
+TOY = {"model.d_model": 64, "model.d_ff": 128, "model.dropout": 0.0, "tokenizer.vocab_size": 20,
+       "train.max_steps": 500, "train.validate_every": 500, "train.batch_tokens": 1024,
+       "train.lr": 3e-3, "train.warmup_steps": 50, "train.schedule": "linear",
+       "train.label_smoothing": 0.0, "data.src_lang": "src", "data.tgt_lang": "copy,rev"}
+
+
+def toy_split(count: int, seed: int) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    src = [" ".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 7))) for _ in range(count)]
+    return {"src": src, "copy": src, "rev": [" ".join(s.split()[::-1]) for s in src]}
+
+
+def write_toy(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for split, count, seed in (("train", 3000, 0), ("val", 40, 1), ("test", 100, 2)):
+        for language, lines in toy_split(count, seed).items():
+            (folder / f"{split}.{language}").write_text("".join(f"{line}\n" for line in lines))
+    return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Models this small gain nothing from a second thread; the tests after these get their
+    threads back (a loss computed with another count differs in its last bits)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    """A Transformer trained on both toy "languages" at once (about 10 s)."""
+    folder = write_toy(tmp_path_factory.mktemp("toy") / "corpus")
+    config = apply_overrides(preset("transformer"), {**TOY, "data.data_dir": str(folder)})
+    return train(config, folder.parent / "run")
+
+
+def test_the_model_translates_into_the_language_its_tag_names(toy_run):
+    translator = Translator.from_run(toy_run, "cpu")
+    test = toy_split(100, seed=2)
+    for language in ("copy", "rev"):
+        found = translator.translate(test["src"], DecodeConfig(beam=1, tgt_lang=language))
+        exact = sum(a == b for a, b in zip(found, test[language])) / len(found)
+        assert exact >= 0.95, f"{language}: {exact:.0%}"
+    # Palindromes aside, the two languages differ: the tag alone made the difference.
+    assert sum(a != b for a, b in zip(test["copy"], test["rev"])) > 90
+
+
+def test_validation_scores_each_language_apart(toy_run):
+    record = [json.loads(line) for line in (toy_run / "metrics.jsonl").read_text().splitlines()
+              if '"validate"' in line][-1]
+    for language in ("copy", "rev"):
+        assert record[f"val_bleu_{language}"] > 90 and f"val_chrf_{language}" in record
+    hypotheses = (toy_run / "valid" / "step-000500.txt").read_text().splitlines()
+    assert len(hypotheses) == 80  # both languages' 40 validation sentences
+
+
+def test_tags_are_one_token_that_opens_the_source(tmp_path):
+    src, tgt = read_sample("train", "en", 300), read_sample("train", "de", 300)
+    tokenizer = Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=400), tmp_path,
+                                ["<2de>", "<2en>"])
+    assert tokenizer.tags == {"<2de>": 4, "<2en>": 5} and tokenizer.languages == ["de", "en"]
+    plain = tokenizer.encode_src([src[0], ""])
+    assert tokenizer.encode_src([f"<2en> {src[0]}", "<2en>"]) == [[5, *plain[0]], [5]]
+    drawn, _ = tokenizer.sample([f"<2de> {src[0]}"] * 5, tgt[:5], 0.5, -1, seed=3)
+    assert all(ids[0] == 4 and 4 not in ids[1:] for ids in drawn)
+    assert len({tuple(ids) for ids in drawn}) > 1  # sampling did draw
+    assert Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=400), tmp_path).tags == {}
+
+
+@pytest.fixture(scope="module")
+def two_targets(tmp_path_factory) -> Path:
+    """Sample English with German and, as a second target language, the English itself."""
+    folder = write_corpus(tmp_path_factory.mktemp("two"), {
+        "train": (read_sample("train", "en", 200) + [""], read_sample("train", "de", 200)
+                  + ["x"]), "val": (read_sample("val", "en", 10), read_sample("val", "de", 10))})
+    for split, count in (("train", 200), ("val", 10)):
+        lines = read_sample(split, "en", count) + (["y"] if split == "train" else [])
+        (folder / f"{split}.fr").write_text("".join(f"{line}\n" for line in lines))
+    return folder
+
+
+def test_each_language_is_read_in_turn_behind_its_tag(two_targets):
+    text = load_split(two_targets, "train", "en", "de,fr")
+    assert len(text.src) == 402
+    assert text.src[0] == "<2de> " + read_sample("train", "en", 1)[0]
+    assert text.src[201] == "<2fr> " + read_sample("train", "en", 1)[0]
+    assert text.src[200] == text.src[401] == ""  # a blank source stays blank, to be skipped
+    assert text.tgt[201:] == read_sample("train", "en", 200) + ["y"]
+
+
+def test_a_prepared_corpus_holds_what_encoding_the_text_gives(two_targets, tmp_path):
+    config = apply_overrides(preset("transformer"), {"tokenizer.vocab_size": 300})
+    prepare(two_targets, tmp_path, "en", "de,fr", config.tokenizer, 100)
+    tokenizer = Tokenizer.load(tmp_path)
+    assert tokenizer.languages == ["de", "fr"]
+    expected = encode_parallel(load_split(two_targets, "train", "en", "de,fr"), tokenizer, 100)
+    mapped = open_prepared(tmp_path, "en", "de,fr")
+    assert [mapped.src[i] for i in range(len(mapped.src))] == expected.src
+    assert [mapped.tgt[i] for i in range(len(mapped.tgt))] == expected.tgt
+    assert mapped.empty == expected.empty == 2 and len(expected.src) == 400
+    assert {ids[0] for ids in expected.src} == {tokenizer.tags["<2de>"], tokenizer.tags["<2fr>"]}
+    assert sorted(p.name for p in tmp_path.glob("val.*")) == ["val.de", "val.en", "val.fr"]
+    with pytest.raises(UserError, match="prepared for en-de,fr, not en-de"):
+        open_prepared(tmp_path, "en", "de")
+
+
+def test_a_tokenizer_without_the_tags_is_refused(two_targets, tmp_path):
+    plain = tmp_path / "plain"
+    config = apply_overrides(preset("transformer"), {"tokenizer.vocab_size": 300})
+    prepare(two_targets, plain, "en", "de", config.tokenizer, 100)
+    with pytest.raises(UserError, match="no <2de> tag"):
+        prepare(two_targets, tmp_path / "again", "en", "de,fr", config.tokenizer, 100,
+                tokenizer_from=plain)
+    config = apply_overrides(config, {"data.data_dir": str(two_targets), "model.d_model": 32,
+                                      "model.d_ff": 64, "train.max_steps": 1})
+    parent = train(config, tmp_path / "parent")  # into German alone: no tags
+    child = apply_overrides(config, {"data.tgt_lang": "de,fr",
+                                     "train.finetune_from": str(parent)})
+    with pytest.raises(UserError, match="no <2de> tag"):
+        Trainer(child, prepare_run_dir(tmp_path / "child"), lambda event: None)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("de,,fr", "'' is not a language suffix"), ("de,fr,de", "names a language twice"),
+    ("de fr", "'de fr' is not a language suffix"), ("<2de>", "is not a language suffix")])
+def test_bad_language_lists_are_one_line_errors(value, message, two_targets):
+    one_line_error(invoke("train", "--data", str(two_targets), "--tgt-lang", value,
+                          "--max-steps", "1"), message)
+
+
+def test_every_command_asks_for_a_language_by_name(toy_run, tmp_path):
+    test = toy_split(100, seed=2)
+    (tmp_path / "in.src").write_text("".join(f"{line}\n" for line in test["src"][:5]))
+    (tmp_path / "in.rev").write_text("".join(f"{line}\n" for line in test["rev"][:5]))
+    result = invoke("translate", "--run", str(toy_run), "--tgt-lang", "rev", "--beam", "2",
+                    "-i", str(tmp_path / "in.src"))
+    assert result.exit_code == 0 and result.stdout.splitlines() == test["rev"][:5]
+    result = invoke("eval", "--run", str(toy_run), "--tgt-lang", "copy", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["scores"][0]["score"] > 90
+    assert json.loads(result.stdout)["reference"].endswith("test.copy")
+    scores = {}
+    for language in ("copy", "rev"):
+        result = invoke("score", "--run", str(toy_run), "--tgt-lang", language,
+                        "--src", str(tmp_path / "in.src"), "--tgt", str(tmp_path / "in.rev"))
+        scores[language] = [float(line) for line in result.stdout.split()]
+    assert all(r > c + 5 for r, c in zip(scores["rev"], scores["copy"]))
+    result = invoke("attention", "--run", str(toy_run), "--tgt-lang", "rev", "a b c", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["source"][0] == "<2rev>"
+    for command in (["translate", "a b c"], ["eval"], ["attention", "a b c"]):
+        one_line_error(invoke(command[0], "--run", str(toy_run), *command[1:]),
+                       "--tgt-lang: this model translates into copy, rev; name one")
+    one_line_error(invoke("translate", "--run", str(toy_run), "--tgt-lang", "de", "a",
+                          "-o", str(tmp_path / "out.txt")), "--tgt-lang 'de'")
+    assert not (tmp_path / "out.txt").exists()  # checked before the output was opened
+
+
+def test_a_run_with_one_language_takes_its_own_name_only(small_corpus, tmp_path):
+    run = tmp_path / "run"
+    assert invoke("train", "--data", str(small_corpus), "--run", str(run), "--max-steps", "2",
+                  "--set", "tokenizer.vocab_size=300", "--set", "model.d_model=32",
+                  "--set", "model.d_ff=64").exit_code == 0
+    assert invoke("translate", "--run", str(run), "--tgt-lang", "de", "Hi.").exit_code == 0
+    one_line_error(invoke("translate", "--run", str(run), "--tgt-lang", "fr", "Hi."),
+                   "this model translates into de only")
+
+
+def test_requests_to_a_server_name_their_language():
+    settings, decode = ServeConfig(), DecodeConfig(beam=2)
+    query = parse_query(b'{"text": "a b", "tgt_lang": "rev"}', settings, decode, ["copy", "rev"])
+    assert query.config == DecodeConfig(beam=2, tgt_lang="rev")
+    for body, message in ((b'{"text": "a"}', '"tgt_lang": this model translates into copy'),
+                          (b'{"text": "a", "tgt_lang": "de"}', "\"tgt_lang\" 'de'"),
+                          (b'{"text": "a", "tgt_lang": 3}', "must be a string")):
+        with pytest.raises(ApiError, match=message) as refused:
+            parse_query(body, settings, decode, ["copy", "rev"])
+        assert refused.value.status == 422
+
+
+def test_a_server_translates_each_request_into_the_language_it_names(toy_run):
+    from test_serve import Server, call
+
+    server = Server(toy_run, "--beam", "1")
+    try:
+        test = toy_split(100, seed=2)
+        for language in ("copy", "rev"):
+            status, _, answer = call(f"{server.url}/translate",
+                                     {"text": test["src"][:5], "tgt_lang": language})
+            assert status == 200 and [t["text"] for t in answer["translations"]] \
+                == test[language][:5]
+        status, _, answer = call(f"{server.url}/translate", {"text": "a b"})
+        assert status == 422 and "name one" in answer["error"]
+        info = call(f"{server.url}/info")[2]
+        assert info["target_languages"] == ["copy", "rev"]
+        assert info["defaults"]["tgt_lang"] == ""
+    finally:
+        assert server.stop() == 0
+    one_line_error(invoke("serve", str(toy_run), "--port", "0", "--tgt-lang", "de"),
+                   "--tgt-lang 'de': this model translates into copy, rev")
+
+
+def test_ctranslate2_translates_into_the_language_asked_for(toy_run, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from nmt_cli.ct2 import CTranslate2Translator
+    from nmt_cli.ct2_export import export_ctranslate2
+
+    ct2 = CTranslate2Translator.from_dir(export_ctranslate2(toy_run, tmp_path / "ct2"), "cpu")
+    nmt = Translator.from_run(toy_run, "cpu")
+    assert ct2.target_languages == ["copy", "rev"]
+    test = toy_split(100, seed=2)["src"]
+    for language in ("copy", "rev"):
+        config = DecodeConfig(beam=3, tgt_lang=language)
+        assert ct2.translate(test, config) == nmt.translate(test, config)
+    with pytest.raises(UserError, match="name one"):
+        ct2.translate(test, DecodeConfig())
