@@ -36,6 +36,9 @@ def val_bleu(runs: list[Path], settings: list[tuple[int, float]]) -> dict[str, d
     table = {}
     for run in runs:
         data = read_config(run)[0].data
+        if "," in data.tgt_lang:  # its sources would need a language tag each
+            sys.exit(f"error: {run} translates into {data.tgt_lang}; score runs into one "
+                     "language")
         val = load_split(corpus_dir(data.data_dir), "val", data.src_lang, data.tgt_lang)
         weights = chosen_weights(read_metrics(run))[0]
         translator = Translator.from_run(run, device="cpu", weights=weights)

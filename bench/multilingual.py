@@ -55,8 +55,7 @@ def compare_language(out: Path, corpus: Path, language: str) -> dict:
     from nmt_cli.data import read_lines
 
     pair = f"en-{language}"
-    one, every = quality.score(out / pair, corpus, pair), quality.score(out / "en-all", corpus,
-                                                                          pair)
+    one, every = (quality.score(out / run, corpus, pair, ("beam5",)) for run in (pair, "en-all"))
     references = read_lines(corpus / f"test_2016_flickr.{language}.gz")
     hypotheses = [read_lines(out / run / f"test_2016_flickr.beam5.{language}")
                   for run in (pair, "en-all")]
@@ -76,7 +75,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT / "multilingual",
                         help="where the runs go")
     args = parser.parse_args()
-    for language in LANGUAGES:
+    for language in LANGUAGES:  # fetches each pair's files where they are missing
         corpus = multi30k_dir(args.data, f"en-{language}")
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     args.out.mkdir(parents=True, exist_ok=True)

@@ -73,7 +73,11 @@ def chosen_weights(records: list[dict]) -> tuple[str, float | None, float | None
     return BEST_WEIGHTS, best, ema
 
 
-def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
+DECODES = {"beam5": (5, "none"), "greedy": (1, "none"), "beam5_int8": (5, "int8")}
+
+
+def score(run_dir: Path, corpus: Path, pair: str = "en-de",
+          decodes: tuple[str, ...] = tuple(DECODES)) -> dict:
     from nmt_cli.checkpoint import read_config
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
@@ -91,8 +95,8 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de") -> dict:
               "alpha": DecodeConfig().alpha, "steps": last["step"], "epochs": last["epoch"],
               "train_minutes": round(last["elapsed"] / 60, 1), "best_val_bleu": best_val,
               "best_ema_val_bleu": best_ema, "weights": weights}
-    for name, beam, quantize in (("beam5", 5, "none"), ("greedy", 1, "none"),
-                                 ("beam5_int8", 5, "int8")):
+    for name in decodes:
+        beam, quantize = DECODES[name]
         start = time.perf_counter()
         translator = Translator.from_run(run_dir, device="cpu", weights=weights,
                                          quantize=quantize)

@@ -65,7 +65,8 @@ class TrainingCorpus:
         src, tgt = self.tokenizer.sample(self.text.src, self.text.tgt, tokenizer.sampling_alpha,
                                          tokenizer.sampling_nbest, seed)
         for i, (s, t) in enumerate(zip(src, tgt)):
-            if not fits(s, t, data.max_len) or uneven(s, t, data.max_len_ratio):
+            if not fits(s, t, data.max_len) or uneven(s, t, data.max_len_ratio,
+                                                      self.tokenizer.tag_ids):
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
         self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
         return self.train
@@ -87,6 +88,11 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if is_prepared and config.tokenizer.sampling_alpha:
         raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"
                         " subword sampling segments text, so it needs the plain-text corpus")
+    if is_prepared:  # before its files are looked for
+        prepared.check_pair(folder, data.src_lang, data.tgt_lang)
+    if parent is not None:
+        check_tags(Tokenizer.load(parent), data.tgt_lang, f"--finetune {parent}",
+                   "fine-tune it into the languages it knows")
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
     if is_prepared and new_run:  # a resumed run's config.json says it already
@@ -98,9 +104,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         prepared.check_filters(folder, config)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
-            source = folder if is_prepared else parent
-            check_tags(Tokenizer.load(source), data.tgt_lang, str(source))
-            copy_tokenizer(source, run_dir)
+            copy_tokenizer(folder if is_prepared else parent, run_dir)
         else:
             Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir,
                             language_tags(data.tgt_lang))

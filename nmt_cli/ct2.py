@@ -34,8 +34,10 @@ from pathlib import Path
 
 import torch
 
+from .checkpoint import CONFIG_FILE, read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
+from .languages import target_languages
 from .search import Hypothesis, check_nbest, finished, output_limit
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
@@ -69,12 +71,17 @@ def find_export(path: Path) -> Path:
 
 def read_export(path: Path) -> tuple[Path, int, list[str]]:
     """The run an export came from, the positions its model has and its target languages
-    (none in an export made before they were recorded)."""
+    (an export made before they were recorded: its run's, when that is at hand, else none)."""
     file = path / EXPORT_FILE
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
-        languages = [str(language) for language in meta.get("target_languages", [])]
-        return Path(meta["run"]), int(meta["max_positions"]), languages
+        run = Path(meta["run"])
+        if "target_languages" in meta:
+            languages = [str(language) for language in meta["target_languages"]]
+        else:
+            languages = (target_languages(read_config(run)[0].data.tgt_lang)
+                         if (run / CONFIG_FILE).is_file() else [])
+        return run, int(meta["max_positions"]), languages
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
 

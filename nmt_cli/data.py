@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .errors import UserError
-from .languages import language_tags, tag_line, target_languages
+from .languages import tag_line, tagged_languages
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
 
@@ -120,9 +120,8 @@ def read_parallel(src_path: Path, tgt_path: Path) -> ParallelText:
 def load_split(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> ParallelText:
     """The pairs of SPLIT.SRC and SPLIT.TGT; with several target languages (data.tgt_lang
     "de,fr"), those of each in turn, every source opened by its language's tag."""
-    tags = language_tags(tgt_lang) or [""]
     text = ParallelText([], [])
-    for language, tag in zip(target_languages(tgt_lang), tags):
+    for language, tag in tagged_languages(tgt_lang):
         pairs = read_parallel(find_split_file(data_dir, split, src_lang),
                               find_split_file(data_dir, split, language))
         text.src += [tag_line(line, tag) for line in pairs.src]
@@ -159,10 +158,15 @@ def fits(src: list[int], tgt: list[int], max_len: int) -> bool:
     return max(len(src), len(tgt)) + 1 <= max_len
 
 
-def uneven(src: list[int], tgt: list[int], max_ratio: float) -> bool:
+def uneven(src: list[int], tgt: list[int], max_ratio: float,
+           tags: frozenset[int] = frozenset()) -> bool:
     """Whether one side of a pair has more than `max_ratio` times the tokens of the other
-    (data.max_len_ratio; 0: never): a sign of a misaligned pair, as in Moses' clean-corpus-n."""
-    return max_ratio > 0 and max(len(src), len(tgt)) > max_ratio * min(len(src), len(tgt))
+    (data.max_len_ratio; 0: never): a sign of a misaligned pair, as in Moses' clean-corpus-n.
+    A language tag opening the source (one of the ids `tags`) does not count."""
+    if max_ratio <= 0:
+        return False
+    lengths = (len(src) - (bool(src) and src[0] in tags), len(tgt))
+    return max(lengths) > max_ratio * min(lengths)
 
 
 def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int,
@@ -176,7 +180,7 @@ def encode_parallel(text: ParallelText, tokenizer: Tokenizer, max_len: int,
             encoded.empty += 1
         elif not fits(s, t, max_len):
             encoded.too_long += 1
-        elif uneven(s, t, max_ratio):
+        elif uneven(s, t, max_ratio, tokenizer.tag_ids):
             encoded.uneven += 1
         else:
             encoded.src.append(s)

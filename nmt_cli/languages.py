@@ -28,13 +28,26 @@ def language_tag(language: str) -> str:
 
 def language_tags(tgt_lang: str) -> list[str]:
     """The tags of a run's target languages; none when it has one."""
+    return [tag for _, tag in tagged_languages(tgt_lang) if tag]
+
+
+def tagged_languages(tgt_lang: str) -> list[tuple[str, str]]:
+    """(language, its tag) for each target language; the tag is "" when there is one."""
     languages = target_languages(tgt_lang)
-    return [language_tag(language) for language in languages] if len(languages) > 1 else []
+    if len(languages) == 1:
+        return [(languages[0], "")]
+    return [(language, language_tag(language)) for language in languages]
 
 
 def tag_line(line: str, tag: str) -> str:
     """The line opened by `tag` ("": unchanged); a blank line stays blank, to be skipped."""
     return f"{tag} {line}" if tag and line.strip() else line
+
+
+def interleaved(groups: dict[str, list[int]], count: int) -> list[int]:
+    """The first `count` rows taken from each group in turn: samples of every language."""
+    longest = max(map(len, groups.values()), default=0)
+    return [rows[i] for i in range(longest) for rows in groups.values() if i < len(rows)][:count]
 
 
 def rows_by_language(sources: list[str], tgt_lang: str) -> dict[str, list[int]]:
@@ -52,24 +65,30 @@ def rows_by_language(sources: list[str], tgt_lang: str) -> dict[str, list[int]]:
     return rows
 
 
-def check_tags(tokenizer: Tokenizer, tgt_lang: str, where: str) -> None:
+def check_tags(tokenizer: Tokenizer, tgt_lang: str, where: str, remedy: str) -> None:
     """A tokenizer made elsewhere (a prepared corpus's, a parent run's) must hold the tag of
-    every target language, as one piece."""
+    every target language, as one piece; and the tags of a tokenizer that has them must open
+    the sources, so a run into one language cannot take it."""
     missing = [tag for tag in language_tags(tgt_lang) if tag not in tokenizer.tags]
     if missing:
         raise UserError(f"{where}: its tokenizer has no {missing[0]} tag, so it cannot train "
-                        f"into {tgt_lang}; train a new tokenizer")
+                        f"into {tgt_lang}; {remedy}")
+    if tokenizer.tags and len(target_languages(tgt_lang)) == 1:
+        raise UserError(f"{where}: its tokenizer is for a model into "
+                        f"{', '.join(tokenizer.languages)}, whose sources open with a language "
+                        f"tag, and a run into {tgt_lang} alone has none; name several target "
+                        "languages (--tgt-lang de,fr)")
 
 
-def check_languages(tgt_lang: str) -> None:
-    """A one-line error for a data.tgt_lang that cannot name files and tags."""
+def check_languages(tgt_lang: str, option: str = "data.tgt_lang") -> None:
+    """A one-line error for a list of target languages that cannot name files and tags."""
     languages = target_languages(tgt_lang)
     for language in languages:
         if not language or any(c.isspace() or c in "<>/\\" for c in language):
-            raise UserError(f"data.tgt_lang {tgt_lang!r}: {language!r} is not a language "
+            raise UserError(f"{option} {tgt_lang!r}: {language!r} is not a language "
                             "suffix; give one, or several separated by commas (de,fr,cs)")
     if len(set(languages)) < len(languages):
-        raise UserError(f"data.tgt_lang {tgt_lang!r} names a language twice")
+        raise UserError(f"{option} {tgt_lang!r} names a language twice")
 
 
 def chosen_tag(languages: list[str], chosen: str, option: str = "--tgt-lang") -> str:

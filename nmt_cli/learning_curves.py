@@ -1,7 +1,8 @@
 """Learning curves: the series of a run's metrics.jsonl, as plain numbers.
 
 Training appends one record per step (kind "step": step, loss, lr, tokens_per_s, elapsed in
-seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu). A
+seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu, and
+val_bleu_LANG for each of several target languages). A
 validation happens at the end of a step, so its time is that step's elapsed time.
 """
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from .checkpoint import METRICS_FILE, metrics_records
 from .errors import UserError
+
+LANGUAGE_BLEU = "val_bleu_"  # then a target language: validation.validate
 
 
 @dataclass
@@ -28,6 +31,8 @@ class LearningCurve:
     val_minutes: list[float]
     val_loss: list[float]
     val_bleu: list[float]
+    # a run of several target languages: the validation BLEU of each (val_bleu_LANG)
+    val_bleu_by_language: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -64,11 +69,15 @@ def series(run: str, steps: list[dict], validations: list[dict]) -> LearningCurv
         index = bisect.bisect_right(step_numbers, step) - 1
         return steps[index]["elapsed"] / 60 if index >= 0 else 0.0
 
+    languages = [key.removeprefix(LANGUAGE_BLEU) for key in (validations or [{}])[0]
+                 if key.startswith(LANGUAGE_BLEU)]
     return LearningCurve(
         run, step_numbers, [r["elapsed"] / 60 for r in steps], [r["loss"] for r in steps],
         [r["lr"] for r in steps], [r["tokens_per_s"] for r in steps],
         [r["step"] for r in validations], [minutes_at(r["step"]) for r in validations],
-        [r["val_loss"] for r in validations], [r["val_bleu"] for r in validations])
+        [r["val_loss"] for r in validations], [r["val_bleu"] for r in validations],
+        {language: [r[LANGUAGE_BLEU + language] for r in validations]
+         for language in languages})
 
 
 def learning_curves(run_dirs: list[Path | str]) -> list[LearningCurve]:

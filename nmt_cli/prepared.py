@@ -35,7 +35,14 @@ from .config import Config, TokenizerConfig, apply_overrides
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError, in_file
 from .files import atomic_write
-from .languages import check_languages, check_tags, language_tags, tag_line, target_languages
+from .languages import (
+    check_languages,
+    check_tags,
+    language_tags,
+    tag_line,
+    tagged_languages,
+    target_languages,
+)
 from .tokenizer import Tokenizer, copy_tokenizer
 
 PREPARED = "prepared.json"
@@ -146,15 +153,22 @@ def read_lengths(index: Path, pairs: int, ids: tuple[int, int], rows: int = 1 <<
     return lengths
 
 
+def check_pair(data_dir: Path, src_lang: str, tgt_lang: str) -> dict:
+    """The prepared.json of data_dir, when it was prepared for these languages."""
+    info = read_info(data_dir)
+    if (info.get("src_lang"), info.get("tgt_lang")) != (src_lang, tgt_lang):
+        raise UserError(f"{data_dir}: prepared for {info.get('src_lang')}-{info.get('tgt_lang')}"
+                        f", not {src_lang}-{tgt_lang}; prepare it again with --tgt-lang "
+                        f"{tgt_lang}, or train into {info.get('tgt_lang')}")
+    return info
+
+
 def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
                   vocab: tuple[int, int] | tuple[None, None] = (None, None)) -> PreparedText:
     """The prepared pairs of data_dir, checked against prepared.json; with `vocab` (source
     and target sizes), each sentence read is checked to hold ids of that vocabulary."""
     data_dir = Path(data_dir)
-    info = read_info(data_dir)
-    if (info.get("src_lang"), info.get("tgt_lang")) != (src_lang, tgt_lang):
-        raise UserError(f"{data_dir}: prepared for {info.get('src_lang')}-{info.get('tgt_lang')}"
-                        f", not {src_lang}-{tgt_lang}")
+    info = check_pair(data_dir, src_lang, tgt_lang)
     paths = {name: data_dir / name for name in (INDEX, "train.src.bin", "train.tgt.bin")}
     try:
         pairs, itemsize = int(info["pairs"]), np.dtype(info["dtype"]).itemsize
@@ -251,26 +265,27 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
     `tokenizer_config`), e.g. to fine-tune that run on them."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
-    check_languages(tgt_lang)
-    languages, tags = target_languages(tgt_lang), language_tags(tgt_lang)
+    check_languages(tgt_lang, "--tgt-lang")
     src_path = find_split_file(data_dir, "train", src_lang)
     files = [(src_path, find_split_file(data_dir, "train", language), tag)
-             for language, tag in zip(languages, tags or [""])]
-    val_paths = [find_split_file(data_dir, "val", lang) for lang in (src_lang, *languages)]
+             for language, tag in tagged_languages(tgt_lang)]
+    val_paths = [find_split_file(data_dir, "val", lang)
+                 for lang in (src_lang, *target_languages(tgt_lang))]
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
-    if tokenizer_from is not None:
-        Tokenizer.load(Path(tokenizer_from))  # before anything is written
+    if tokenizer_from is not None:  # before anything is written
+        check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
+                   f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
     if tokenizer_from is None:
         text = sample_pairs(tagged_pairs(files), sample, seed)
-        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir, tags)
+        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir,
+                                    language_tags(tgt_lang))
         del text
     else:
         copy_tokenizer(tokenizer_from, out_dir)
         tokenizer = Tokenizer.load(out_dir)
-        check_tags(tokenizer, tgt_lang, f"--tokenizer {tokenizer_from}")
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
     counts = write_id_files(tagged_pairs(files), tokenizer, max_len, max_ratio,

@@ -23,6 +23,7 @@ from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
 from .ensemble import Ensemble, mean_distribution
+from .languages import chosen_tag, target_languages
 from .loss import rows_per_slice
 from .prepared import read_pairs
 from .search import forbid_special_tokens
@@ -48,12 +49,14 @@ class PairScore:
 
 def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines: list[str],
                 batch_size: int = 64, precision: str = "auto",
-                warn: Callable[[str], None] = lambda message: None, tag: str = ""
+                warn: Callable[[str], None] = lambda message: None, tgt_lang: str = ""
                 ) -> list[PairScore]:
-    """The score of each (source, target) pair, in order, each source opened by the language
-    `tag` (if any). A source longer than the model's positions is cut, as translation cuts it;
-    a target too long for them cannot be scored (no tokens, a log-probability of NaN)."""
+    """The score of each (source, target) pair, in order; the targets are in `tgt_lang` for
+    a run of several target languages. A source longer than the model's positions is cut, as
+    translation cuts it; a target too long for them cannot be scored (no tokens, a
+    log-probability of NaN)."""
     model, tokenizer = run.model.eval(), run.tokenizer
+    tag = chosen_tag(target_languages(run.config.data.tgt_lang), tgt_lang)
     src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn, tag)
     tgt_ids = [ids if line.strip() else [] for line, ids in
                zip(tgt_lines, tokenizer.encode_tgt(tgt_lines))]
@@ -74,7 +77,7 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
 
 def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
                 batch_size: int = 64, precision: str = "auto",
-                warn: Callable[[str], None] = lambda message: None, tag: str = "",
+                warn: Callable[[str], None] = lambda message: None, tgt_lang: str = "",
                 chunk_size: int = 10_000) -> Iterator[tuple[str, str, PairScore]]:
     """(source, target, score) for each line pair of two files, read a chunk at a time, so
     that memory does not grow with their length."""
@@ -82,7 +85,7 @@ def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
     while chunk := list(itertools.islice(pairs, chunk_size)):
         src, tgt = [s for s, _ in chunk], [t for _, t in chunk]
         yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn,
-                                             tag))
+                                             tgt_lang))
 
 
 @torch.inference_mode()

@@ -76,6 +76,7 @@ class Tokenizer:
     def __init__(self, src: spm.SentencePieceProcessor, tgt: spm.SentencePieceProcessor):
         self.src, self.tgt = src, tgt
         self.tags = source_tags(src)  # {tag: id}
+        self.tag_ids = frozenset(self.tags.values())
 
     @property
     def languages(self) -> list[str]:

@@ -126,6 +126,11 @@ class Translator(Engine):
             if tokenizer_files(other) != tokenizer_files(run_dir):
                 raise UserError(f"--ensemble {other}: its tokenizer is not {run_dir}'s; the "
                                 "models of an ensemble must share one")
+            if runs[-1].config.data.tgt_lang != runs[0].config.data.tgt_lang:
+                raise UserError(f"--ensemble {other}: it translates into "
+                                f"{runs[-1].config.data.tgt_lang}, {run_dir} into "
+                                f"{runs[0].config.data.tgt_lang}; the models of an ensemble "
+                                "must translate into the same languages")
         models = [quantize_int8(run.model, resolved) if quantize == "int8" else run.model
                   for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)

@@ -17,7 +17,7 @@ from .data import make_batch, token_batches
 from .devices import mixed_precision
 from .evaluate import evaluate
 from .files import atomic_write_text
-from .languages import rows_by_language
+from .languages import interleaved, rows_by_language
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
@@ -55,9 +55,8 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
                               ("bleu", "chrf"))
             metrics |= {f"val_bleu_{language}": scores[0].score,
                         f"val_chrf_{language}": scores[1].score}
-    shown = [rows[i] for i in range(SAMPLES) for rows in groups.values() if i < len(rows)]
     samples = [{"source": text.src[i], "reference": text.tgt[i], "output": hypotheses[i]}
-               for i in shown[:SAMPLES]]
+               for i in interleaved(groups, SAMPLES)]
     return metrics, samples
 
 

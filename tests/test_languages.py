@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from test_cli import invoke, one_line_error
 
 from nmt_cli.config import DecodeConfig, TokenizerConfig, apply_overrides, preset
-from nmt_cli.data import encode_parallel, load_split
+from nmt_cli.data import encode_parallel, load_split, uneven
 from nmt_cli.errors import UserError
 from nmt_cli.prepared import open_prepared, prepare
 from nmt_cli.service import ApiError, ServeConfig, parse_query
@@ -57,12 +58,16 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+EVENTS: list[dict] = []  # what training the toy run reported
+
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory) -> Path:
     """A Transformer trained on both toy "languages" at once (about 10 s)."""
     folder = write_toy(tmp_path_factory.mktemp("toy") / "corpus")
-    config = apply_overrides(preset("transformer"), {**TOY, "data.data_dir": str(folder)})
-    return train(config, folder.parent / "run")
+    config = apply_overrides(preset("transformer"), {**TOY, "data.data_dir": str(folder),
+                                                     "train.attention_plots": 2})
+    return train(config, folder.parent / "run", EVENTS.append)
 
 
 def test_the_model_translates_into_the_language_its_tag_names(toy_run):
@@ -83,6 +88,15 @@ def test_validation_scores_each_language_apart(toy_run):
         assert record[f"val_bleu_{language}"] > 90 and f"val_chrf_{language}" in record
     hypotheses = (toy_run / "valid" / "step-000500.txt").read_text().splitlines()
     assert len(hypotheses) == 80  # both languages' 40 validation sentences
+    val = toy_split(40, seed=1)
+    (shown,) = [event["samples"] for event in EVENTS if event["kind"] == "validate"]
+    assert [sample["source"] for sample in shown] == [
+        f"<2copy> {val['src'][0]}", f"<2rev> {val['src'][0]}", f"<2copy> {val['src'][1]}"]
+    assert [sample["reference"] for sample in shown] == [val["copy"][0], val["rev"][0],
+                                                          val["copy"][1]]
+    # The pictures drawn at validation are of both languages too: the first of each.
+    assert sorted(p.name for p in (toy_run / "attention").iterdir()) == [
+        "step-000500-1.png", "step-000500-2.png"]
 
 
 def test_tags_are_one_token_that_opens_the_source(tmp_path):
@@ -243,3 +257,90 @@ def test_ctranslate2_translates_into_the_language_asked_for(toy_run, tmp_path):
         assert ct2.translate(test, config) == nmt.translate(test, config)
     with pytest.raises(UserError, match="name one"):
         ct2.translate(test, DecodeConfig())
+
+
+def test_the_python_api_scores_into_the_language_named(toy_run):
+    from nmt_cli.checkpoint import load_run
+    from nmt_cli.scoring import score_pairs
+
+    run = load_run(toy_run, torch.device("cpu"))
+    test = toy_split(20, seed=2)
+    with pytest.raises(UserError, match="name one"):
+        score_pairs(run, torch.device("cpu"), test["src"], test["rev"])
+    asked = {language: [pair.log_prob for pair in score_pairs(
+        run, torch.device("cpu"), test["src"], test["rev"], tgt_lang=language)]
+        for language in ("copy", "rev")}
+    assert all(r > c + 5 for r, c, s in zip(asked["rev"], asked["copy"], test["src"])
+               if s.split() != s.split()[::-1])
+
+
+def test_a_failed_prepare_leaves_the_corpus_it_would_replace(two_targets, tmp_path):
+    config = apply_overrides(preset("transformer"), {"tokenizer.vocab_size": 300})
+    prepare(two_targets, tmp_path / "plain", "en", "de", config.tokenizer, 100)
+    ready = tmp_path / "ready"
+    prepare(two_targets, ready, "en", "de,fr", config.tokenizer, 100)
+    before = {p.name: p.read_bytes() for p in ready.iterdir()}
+    with pytest.raises(UserError, match="--tokenizer .*plain: its tokenizer has no <2de> tag"):
+        prepare(two_targets, ready, "en", "de,fr", config.tokenizer, 100,
+                tokenizer_from=tmp_path / "plain")
+    assert {p.name: p.read_bytes() for p in ready.iterdir()} == before
+
+
+def test_a_model_of_several_languages_fine_tunes_into_several(toy_run, tmp_path):
+    config = apply_overrides(preset("transformer"), {
+        **TOY, "data.data_dir": str(toy_run.parent / "corpus"), "train.max_steps": 1,
+        "data.tgt_lang": "rev", "train.finetune_from": str(toy_run)})
+    with pytest.raises(UserError, match="a run into rev alone has none"):
+        Trainer(config, prepare_run_dir(tmp_path / "child"), lambda event: None)
+
+
+def test_an_ensemble_translates_into_one_set_of_languages(toy_run, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(toy_run, other)
+    description = json.loads((other / "config.json").read_text())
+    description["config"]["data"]["tgt_lang"] = "rev,copy"
+    (other / "config.json").write_text(json.dumps(description))
+    with pytest.raises(UserError, match="must translate into the same languages"):
+        Translator.from_run(toy_run, "cpu", ensemble=[other])
+
+
+def test_an_export_made_before_it_recorded_its_languages_takes_its_runs(toy_run, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from nmt_cli.ct2 import CTranslate2Translator, read_export
+    from nmt_cli.ct2_export import export_ctranslate2
+
+    export = export_ctranslate2(toy_run, tmp_path / "ct2")
+    meta = json.loads((export / "nmt-export.json").read_text())
+    del meta["target_languages"]
+    (export / "nmt-export.json").write_text(json.dumps(meta))
+    assert CTranslate2Translator.from_dir(export, "cpu").target_languages == ["copy", "rev"]
+    meta["run"] = str(tmp_path / "gone")
+    (export / "nmt-export.json").write_text(json.dumps(meta))
+    assert read_export(export)[2] == []
+
+
+def test_the_length_ratio_filter_does_not_count_the_tag(two_targets, tmp_path):
+    tags = frozenset({4})
+    assert uneven([4, 10], [11, 12], 1.5, tags) and not uneven([4, 10], [11, 12], 1.5)
+    text = load_split(two_targets, "train", "en", "de,fr")
+    tokenizer = Tokenizer.train(text.src, text.tgt, TokenizerConfig(vocab_size=300), tmp_path,
+                                ["<2de>", "<2fr>"])
+    tagged = encode_parallel(text, tokenizer, 100, 1.3)
+    alone = encode_parallel(load_split(two_targets, "train", "en", "de"), tokenizer, 100, 1.3)
+    assert tagged.uneven > alone.uneven > 10  # the filter bites
+    assert [line for line in tagged.kept if line < 201] == alone.kept
+
+
+def test_learning_curves_draw_each_languages_bleu(toy_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    from nmt_cli.learning_curves import learning_curves
+    from nmt_cli.pictures import draw_curves, read_png
+
+    curve = learning_curves([toy_run])[0].to_json()
+    records = [json.loads(line) for line in (toy_run / "metrics.jsonl").read_text().splitlines()
+               if '"validate"' in line]
+    assert curve["val_bleu_by_language"] == {
+        language: [r[f"val_bleu_{language}"] for r in records] for language in ("copy", "rev")}
+    drawn = draw_curves([curve], tmp_path / "each.png")
+    plain = draw_curves([{**curve, "val_bleu_by_language": {}}], tmp_path / "plain.png")
+    assert (read_png(drawn) != read_png(plain)).any()

@@ -272,8 +272,9 @@ def score(
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value, tgt_lang=tgt_lang)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
+    translator.language_tag(settings)  # before -o is opened
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
-                        settings.precision, translator.warn, translator.language_tag(settings))
+                        settings.precision, translator.warn, settings.tgt_lang)
     with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
             sys.stdout) as out:
         for number, (source, target, pair) in enumerate(found, 1):

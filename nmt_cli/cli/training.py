@@ -166,8 +166,13 @@ METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "loss": "loss"}  # train.best_me
 
 
 def validation_line(event: dict[str, Any], prefix: str = "") -> str:
-    """A validation's scores, its own or (prefix "ema_") its EMA's."""
+    """A validation's scores, its own or (prefix "ema_") its EMA's; with several target
+    languages, the BLEU of each too."""
+    each = prefix + "val_bleu_"
+    languages = [f"{key.removeprefix(each)} {value:.2f}" for key, value in event.items()
+                 if key.startswith(each)]
     return (f"val loss {event[prefix + 'val_loss']:.3f}  ppl {event[prefix + 'val_ppl']:.2f}  "
-            f"BLEU {event[prefix + 'val_bleu']:.2f}  chrF {event[prefix + 'val_chrf']:.2f}")
+            f"BLEU {event[prefix + 'val_bleu']:.2f}  chrF {event[prefix + 'val_chrf']:.2f}"
+            + (f"  (BLEU {', '.join(languages)})" if languages else ""))
 
 
