@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CONFIG_FILE, read_config
+from .checkpoint import read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
 from .languages import target_languages
@@ -79,11 +79,18 @@ def read_export(path: Path) -> tuple[Path, int, list[str]]:
         if "target_languages" in meta:
             languages = [str(language) for language in meta["target_languages"]]
         else:
-            languages = (target_languages(read_config(run)[0].data.tgt_lang)
-                         if (run / CONFIG_FILE).is_file() else [])
+            languages = run_languages(run)
         return run, int(meta["max_positions"]), languages
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
+
+
+def run_languages(run: Path) -> list[str]:
+    """The target languages of a run; none when it is not at hand."""
+    try:
+        return target_languages(read_config(run)[0].data.tgt_lang)
+    except UserError:
+        return []
 
 
 def compute_type(precision: str, quantize: str) -> str:

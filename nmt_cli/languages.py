@@ -46,8 +46,7 @@ def tag_line(line: str, tag: str) -> str:
 
 def interleaved(groups: dict[str, list[int]], count: int) -> list[int]:
     """The first `count` rows taken from each group in turn: samples of every language."""
-    longest = max(map(len, groups.values()), default=0)
-    return [rows[i] for i in range(longest) for rows in groups.values() if i < len(rows)][:count]
+    return [rows[i] for i in range(count) for rows in groups.values() if i < len(rows)][:count]
 
 
 def rows_by_language(sources: list[str], tgt_lang: str) -> dict[str, list[int]]:

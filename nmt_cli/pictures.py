@@ -165,7 +165,7 @@ def draw_curves(runs: list[dict], path: Path | str) -> Path:
     axes[0].plot([], [], color="gray", label="training")
     axes[0].plot([], [], color="gray", linestyle="--", marker="o", label="validation")
     axes[0].legend(fontsize=8, handlelength=3)
-    if any(run["val_bleu_by_language"] for run in runs):
+    if any(run.get("val_bleu_by_language") for run in runs):
         axes[1].legend(fontsize=8, handlelength=3)  # the languages' markers
     handles = [axes[2].lines[i] for i in range(len(runs))]
     figure.legend(handles, [run["run"] for run in runs], loc="outside upper center",
@@ -183,7 +183,7 @@ def draw_series(ax, run: dict, train_key: str | None, val_key: str | None, by_ti
         ax.plot(x, run[val_key], color=color, linestyle="--", marker="o", markersize=3)
         if val_key == "val_bleu":  # and each of several target languages, dotted
             for marker, (language, bleu) in zip(LANGUAGE_MARKERS,
-                                                run["val_bleu_by_language"].items()):
+                                                run.get("val_bleu_by_language", {}).items()):
                 ax.plot(x, bleu, color=color, linestyle=":", marker=marker, markersize=4,
                         label=f"{language} (validation)")
 

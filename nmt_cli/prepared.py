@@ -158,8 +158,8 @@ def check_pair(data_dir: Path, src_lang: str, tgt_lang: str) -> dict:
     info = read_info(data_dir)
     if (info.get("src_lang"), info.get("tgt_lang")) != (src_lang, tgt_lang):
         raise UserError(f"{data_dir}: prepared for {info.get('src_lang')}-{info.get('tgt_lang')}"
-                        f", not {src_lang}-{tgt_lang}; prepare it again with --tgt-lang "
-                        f"{tgt_lang}, or train into {info.get('tgt_lang')}")
+                        f", not {src_lang}-{tgt_lang}; prepare it for {src_lang}-{tgt_lang}"
+                        ", or train for its languages")
     return info
 
 

@@ -56,7 +56,7 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
     translation cuts it; a target too long for them cannot be scored (no tokens, a
     log-probability of NaN)."""
     model, tokenizer = run.model.eval(), run.tokenizer
-    tag = chosen_tag(target_languages(run.config.data.tgt_lang), tgt_lang)
+    tag = chosen_tag(target_languages(run.config.data.tgt_lang), tgt_lang, "tgt_lang")
     src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn, tag)
     tgt_ids = [ids if line.strip() else [] for line, ids in
                zip(tgt_lines, tokenizer.encode_tgt(tgt_lines))]

@@ -126,7 +126,8 @@ class Translator(Engine):
             if tokenizer_files(other) != tokenizer_files(run_dir):
                 raise UserError(f"--ensemble {other}: its tokenizer is not {run_dir}'s; the "
                                 "models of an ensemble must share one")
-            if runs[-1].config.data.tgt_lang != runs[0].config.data.tgt_lang:
+            if set(target_languages(runs[-1].config.data.tgt_lang)) != set(
+                    target_languages(runs[0].config.data.tgt_lang)):
                 raise UserError(f"--ensemble {other}: it translates into "
                                 f"{runs[-1].config.data.tgt_lang}, {run_dir} into "
                                 f"{runs[0].config.data.tgt_lang}; the models of an ensemble "

@@ -59,15 +59,26 @@ def one_thread():
 
 
 EVENTS: list[dict] = []  # what training the toy run reported
+DRAWN: list[list[str]] = []  # the sentences of the attention pictures drawn at validation
 
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory) -> Path:
     """A Transformer trained on both toy "languages" at once (about 10 s)."""
+    import nmt_cli.training
+
     folder = write_toy(tmp_path_factory.mktemp("toy") / "corpus")
     config = apply_overrides(preset("transformer"), {**TOY, "data.data_dir": str(folder),
                                                      "train.attention_plots": 2})
-    return train(config, folder.parent / "run", EVENTS.append)
+    draw = nmt_cli.training.draw_validation_attention
+
+    def recorded(run, sentences, *args):
+        DRAWN.append(sentences)
+        return draw(run, sentences, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nmt_cli.training, "draw_validation_attention", recorded)
+        return train(config, folder.parent / "run", EVENTS.append)
 
 
 def test_the_model_translates_into_the_language_its_tag_names(toy_run):
@@ -95,6 +106,7 @@ def test_validation_scores_each_language_apart(toy_run):
     assert [sample["reference"] for sample in shown] == [val["copy"][0], val["rev"][0],
                                                           val["copy"][1]]
     # The pictures drawn at validation are of both languages too: the first of each.
+    assert DRAWN == [[f"<2copy> {val['src'][0]}", f"<2rev> {val['src'][0]}"]]
     assert sorted(p.name for p in (toy_run / "attention").iterdir()) == [
         "step-000500-1.png", "step-000500-2.png"]
 
@@ -286,7 +298,7 @@ def test_a_failed_prepare_leaves_the_corpus_it_would_replace(two_targets, tmp_pa
     assert {p.name: p.read_bytes() for p in ready.iterdir()} == before
 
 
-def test_a_model_of_several_languages_fine_tunes_into_several(toy_run, tmp_path):
+def test_a_model_of_several_languages_does_not_fine_tune_into_one(toy_run, tmp_path):
     config = apply_overrides(preset("transformer"), {
         **TOY, "data.data_dir": str(toy_run.parent / "corpus"), "train.max_steps": 1,
         "data.tgt_lang": "rev", "train.finetune_from": str(toy_run)})
@@ -298,10 +310,18 @@ def test_an_ensemble_translates_into_one_set_of_languages(toy_run, tmp_path):
     other = tmp_path / "other"
     shutil.copytree(toy_run, other)
     description = json.loads((other / "config.json").read_text())
-    description["config"]["data"]["tgt_lang"] = "rev,copy"
+    description["config"]["data"]["tgt_lang"] = "copy"
     (other / "config.json").write_text(json.dumps(description))
     with pytest.raises(UserError, match="must translate into the same languages"):
         Translator.from_run(toy_run, "cpu", ensemble=[other])
+    description["config"]["data"]["tgt_lang"] = "rev,copy"  # the same, in another order
+    (other / "config.json").write_text(json.dumps(description))
+    ensemble = Translator.from_run(toy_run, "cpu", ensemble=[other])
+    test = toy_split(10, seed=2)
+    alone = Translator.from_run(toy_run, "cpu")
+    for language in ("copy", "rev"):  # two copies of one model: its own translations
+        config = DecodeConfig(tgt_lang=language)
+        assert ensemble.translate(test["src"], config) == alone.translate(test["src"], config)
 
 
 def test_an_export_made_before_it_recorded_its_languages_takes_its_runs(toy_run, tmp_path):
@@ -314,9 +334,12 @@ def test_an_export_made_before_it_recorded_its_languages_takes_its_runs(toy_run,
     del meta["target_languages"]
     (export / "nmt-export.json").write_text(json.dumps(meta))
     assert CTranslate2Translator.from_dir(export, "cpu").target_languages == ["copy", "rev"]
-    meta["run"] = str(tmp_path / "gone")
-    (export / "nmt-export.json").write_text(json.dumps(meta))
-    assert read_export(export)[2] == []
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{")
+    for run in (tmp_path / "gone", tmp_path / "broken"):  # no run at hand: no languages
+        meta["run"] = str(run)
+        (export / "nmt-export.json").write_text(json.dumps(meta))
+        assert read_export(export)[2] == []
 
 
 def test_the_length_ratio_filter_does_not_count_the_tag(two_targets, tmp_path):
@@ -327,12 +350,11 @@ def test_the_length_ratio_filter_does_not_count_the_tag(two_targets, tmp_path):
                                 ["<2de>", "<2fr>"])
     tagged = encode_parallel(text, tokenizer, 100, 1.3)
     alone = encode_parallel(load_split(two_targets, "train", "en", "de"), tokenizer, 100, 1.3)
-    assert tagged.uneven > alone.uneven > 10  # the filter bites
+    assert tagged.uneven == alone.uneven > 10  # the filter bites (not on the copies)
     assert [line for line in tagged.kept if line < 201] == alone.kept
 
 
 def test_learning_curves_draw_each_languages_bleu(toy_run, tmp_path):
-    pytest.importorskip("matplotlib")
     from nmt_cli.learning_curves import learning_curves
     from nmt_cli.pictures import draw_curves, read_png
 
