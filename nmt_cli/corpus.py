@@ -13,6 +13,7 @@ same pieces).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from .data import (
 )
 from .distributed import World
 from .errors import UserError
-from .languages import check_tags, language_tags
+from .languages import check_tags, language_tags, rows_by_language
 from .tokenizer import Tokenizer, copy_tokenizer
 
 
@@ -48,6 +49,11 @@ class TrainingCorpus:
     text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
     best: EncodedText | None = None  # and their best segmentations
     tgt_lengths: np.ndarray | None = None
+
+    @functools.cached_property
+    def val_rows(self) -> dict[str, list[int]]:
+        """The validation rows of each target language, found once."""
+        return rows_by_language(self.val_text.src, self.config.data.tgt_lang)
 
     def target_lengths(self) -> np.ndarray:
         """Of the pairs as the epoch reads them: read once an epoch, not per step."""

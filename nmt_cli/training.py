@@ -32,7 +32,7 @@ from .corpus import load_training_corpus
 from .data import BatchLoader, token_batches
 from .devices import fast_kernels, keep_freed_memory, mixed_precision, resolve_device
 from .events import Event, info
-from .languages import interleaved, rows_by_language
+from .languages import interleaved
 from .loss import TeacherForcedLoss
 from .models import build_model, compile_features
 from .optim import Step, Updater
@@ -167,7 +167,7 @@ class Trainer:
         if (count := self.config.train.attention_plots) and self.world.is_main:
             try:
                 sources = self.corpus.val_text.src  # the first of each language in turn
-                rows = interleaved(rows_by_language(sources, self.config.data.tgt_lang), count)
+                rows = interleaved(self.corpus.val_rows, count)
                 draw_validation_attention(self.as_run(), [sources[i] for i in rows],
                                           self.run_dir / ATTENTION_DIR, self.progress.step,
                                           self.device, self.config.train.precision)

@@ -17,7 +17,7 @@ from .data import make_batch, token_batches
 from .devices import mixed_precision
 from .evaluate import evaluate
 from .files import atomic_write_text
-from .languages import interleaved, rows_by_language
+from .languages import interleaved
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
@@ -48,7 +48,7 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf")))
     metrics = {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
                "val_chrf": chrf}
-    groups = rows_by_language(text.src, corpus.config.data.tgt_lang)
+    groups = corpus.val_rows
     if len(groups) > 1:  # several target languages: the scores of each too
         for language, rows in groups.items():
             scores = evaluate([hypotheses[i] for i in rows], [text.tgt[i] for i in rows],
