@@ -6,7 +6,8 @@ request joins a queue, and one worker takes the oldest, waits a few milliseconds
 with the same decoding settings (until they hold `max_lines` lines), and decodes them in one
 call on a thread of its own, while the event loop goes on reading requests. Requests that
 differ only in how many hypotheses they want share a batch: the search is the same, and each
-gets the head of its lines' n-best lists.
+gets the head of its lines' n-best lists; requests with target prefixes share one with
+those without (a line without one has the prefix "").
 
 That thread is the only one in the server that runs PyTorch: the model is loaded on it too
 (`decoding_thread`). PyTorch's CPU kernels share work with threads of an OpenMP pool that
@@ -21,6 +22,7 @@ layer norm of 5 rows took 80 us instead of 5, and a one-sentence request 75 ms i
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from .config import DecodeConfig
 from .translate import Translation
 
-Decode = Callable[[list[str], DecodeConfig, int], list[list[Translation]]]
+Decode = Callable[..., list[list[Translation]]]  # Engine.translate_nbest
 
 
 @dataclass(eq=False)  # compared by identity: two equal requests are still two jobs
@@ -38,6 +40,7 @@ class Job:
     config: DecodeConfig  # jobs share a batch only when these are equal
     nbest: int
     done: asyncio.Future
+    prefixes: list[str] | None = None  # a target prefix per line, or none
 
 
 class Batcher:
@@ -52,10 +55,11 @@ class Batcher:
         self.received = self.answered = self.batches = 0  # requests, and decoding calls
         self.thread = thread or decoding_thread()
 
-    async def translate(self, lines: list[str], config: DecodeConfig,
-                        nbest: int = 1) -> list[list[Translation]]:
-        """The n-best lists of `lines`, once a batch holding them is decoded."""
-        job = Job(lines, config, nbest, asyncio.get_running_loop().create_future())
+    async def translate(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
+                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+        """The n-best lists of `lines` (each opening with its prefix, if any), once a batch
+        holding them is decoded."""
+        job = Job(lines, config, nbest, asyncio.get_running_loop().create_future(), prefixes)
         self.waiting.append(job)
         self.received += 1
         self.arrived.set()
@@ -118,9 +122,13 @@ class Batcher:
     async def decode_jobs(self, jobs: list[Job]) -> None:
         """Decode the jobs' lines in one call and hand each job its share. If that fails,
         each job is decoded alone, so that one bad request fails only itself."""
+        prefixes = None
+        if any(job.prefixes for job in jobs):
+            prefixes = [prefix for job in jobs for prefix in job.prefixes or [""] * len(job.lines)]
         try:
             found = await self.decode_lines([line for job in jobs for line in job.lines],
-                                            jobs[0].config, max(job.nbest for job in jobs))
+                                            jobs[0].config, max(job.nbest for job in jobs),
+                                            prefixes)
         except Exception as e:
             if len(jobs) == 1:
                 print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
@@ -135,11 +143,12 @@ class Batcher:
             settle(job.done, [hypotheses[: job.nbest] for hypotheses in share])
             start += len(job.lines)
 
-    async def decode_lines(self, lines: list[str], config: DecodeConfig,
-                           nbest: int) -> list[list[Translation]]:
+    async def decode_lines(self, lines: list[str], config: DecodeConfig, nbest: int,
+                           prefixes: list[str] | None) -> list[list[Translation]]:
         self.batches += 1
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.thread, self.decode, lines, config, nbest)
+        return await loop.run_in_executor(self.thread, functools.partial(
+            self.decode, lines, config, nbest, prefixes=prefixes))
 
     def close(self) -> None:
         """Let the decoding thread finish its batch, then stop it."""

@@ -19,7 +19,10 @@ detokenized by the same functions as PyTorch's engine. It searches as nmt's own 
   hypotheses are then ranked by nmt's GNMT penalty, log P / ((5 + length) / 6) ** alpha.
   CTranslate2 divides by length ** penalty instead; it is given a tiny penalty (RANK_PENALTY,
   nonzero so that it waits for `beam` finished hypotheses rather than stopping at the first),
-  its scores are turned back into log P, and nmt's penalty applied to them.
+  its scores are turned back into log P, and nmt's penalty applied to them;
+- a target prefix is CTranslate2's target_prefix: the output limit counts it, its tokens add
+  nothing to log P, and a beam left with fewer live hypotheses than its width (while the
+  prefix is forced up to the limit) fills them with copies scored -1e10, which are dropped.
 
 Options it cannot honour (--attention, --device mps) are one-line errors. Without the `ct2`
 extra, `import_ctranslate2` says in one line how to install it.
@@ -41,12 +44,13 @@ from .languages import target_languages
 from .search import Hypothesis, check_nbest, finished, output_limit
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
-from .translate import Engine, Translation, detokenize, encode_source
+from .translate import Engine, Translation, detokenize, encode_prefixes, encode_source
 
 INSTALL_HINT = 'CTranslate2 is not installed; install it with: pip install "nmt-cli[ct2]"'
 EXPORT_FILE = "nmt-export.json"  # marks an nmt export; its default place is RUN/ctranslate2
 EXPORT_DIR = "ctranslate2"
 RANK_PENALTY = 1e-3  # CTranslate2's length penalty exponent: ranks by about log P, never 0
+NO_HYPOTHESIS = -1e9  # CTranslate2 scores the copies that fill a beam -1e10
 COMPUTE_TYPES = {"auto": "default", "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
@@ -134,8 +138,10 @@ class CTranslate2Translator(Engine):
         return cls(translator, Tokenizer.load(path), max_positions, run_dir, languages)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
-        """The `nbest` best translations of each line (at most config.beam), best first."""
+                        nbest: int = 1, attention: bool = False,
+                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+        """The `nbest` best translations of each line (at most config.beam), best first;
+        with `prefixes` (one per line, "" for none), each opens with its line's prefix."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
         check_engine("ctranslate2", config)
@@ -144,21 +150,25 @@ class CTranslate2Translator(Engine):
                             "use --engine torch")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
                                 self.language_tag(config))
-        found = self.search(src_ids, config)
+        found = self.search(src_ids, config, encode_prefixes(self.tokenizer, prefixes, lines))
         return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
 
-    def search(self, src_ids: list[list[int]], config: DecodeConfig) -> list[list[Hypothesis]]:
+    def search(self, src_ids: list[list[int]], config: DecodeConfig,
+               prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """Each source's `beam` hypotheses ranked as nmt ranks them (none for an empty
-        source). Sentences are decoded in nmt's batches, sorted by length (see decode); after
-        a beam search, one that reached its own limit, shorter than the batch's, is decoded
-        again under it, with the others of that limit."""
+        source), each opening with its prefix (if any). Sentences are decoded in nmt's
+        batches, sorted by length (see decode); after a beam search, one that reached its
+        own limit, shorter than the batch's, is decoded again under it, with the others of
+        that limit."""
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
         rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
-        limits = {i: output_limit(len(src_ids[i]), config, self.max_positions) for i in rows}
+        prefixes = [prefix[: self.max_positions] for prefix in prefixes or []]
+        limits = {i: max(output_limit(len(src_ids[i]), config, self.max_positions),
+                         len(prefixes[i]) if prefixes else 0) for i in rows}
         again: dict[int, list[int]] = {}
         batches = [rows[start : start + config.batch_size]
                    for start in range(0, len(rows), config.batch_size)]
-        for batch, results in self.decode_all(src_ids, batches, config, limits):
+        for batch, results in self.decode_all(src_ids, prefixes, batches, config, limits):
             longest = max(limits[i] for i in batch)
             for i, result in zip(batch, results):
                 if (config.beam > 1 and limits[i] < longest
@@ -166,31 +176,35 @@ class CTranslate2Translator(Engine):
                     again.setdefault(limits[i], []).append(i)
                 else:
                     found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
-        for group, results in self.decode_all(src_ids, list(again.values()), config, limits):
+        for group, results in self.decode_all(src_ids, prefixes, list(again.values()), config,
+                                              limits):
             for i, result in zip(group, results):
                 found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
         return found
 
-    def decode_all(self, src_ids: list[list[int]], groups: list[list[int]],
-                   config: DecodeConfig, limits: dict[int, int]):
+    def decode_all(self, src_ids: list[list[int]], prefixes: list[list[int]],
+                   groups: list[list[int]], config: DecodeConfig, limits: dict[int, int]):
         """Each group of rows with CTranslate2's results for it. Every group is submitted
         before any is waited for, so that CTranslate2's threads decode them side by side."""
-        pending = [self.decode(src_ids, group, config, limits) for group in groups]
+        pending = [self.decode(src_ids, prefixes, group, config, limits) for group in groups]
         for group, results in zip(groups, pending):
             yield group, [result.result() for result in results]
 
-    def decode(self, src_ids: list[list[int]], rows: list[int], config: DecodeConfig,
-               limits: dict[int, int]) -> list:
-        """CTranslate2's results for the sources `rows` under the longest of their output
-        limits, to come (each `.result()` waits for its own). Greedy search stops each
-        sentence at its own: CTranslate2 calls back after every token it picks, and ends the
-        sentence when the call says so."""
+    def decode(self, src_ids: list[list[int]], prefixes: list[list[int]], rows: list[int],
+               config: DecodeConfig, limits: dict[int, int]) -> list:
+        """CTranslate2's results for the sources `rows` (with their target prefixes, if
+        any) under the longest of their output limits, to come (each `.result()` waits for
+        its own). Greedy search stops each sentence at its own: CTranslate2 calls back after
+        every token it picks, the prefix's included, and ends the sentence when the call
+        says so."""
         sources = [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows]
+        forced = [self.tokenizer.tgt.id_to_piece(prefixes[i]) or None
+                  for i in rows] if prefixes else None
         own = [limits[i] for i in rows]
         options = self.options(config, max(own))
         if config.beam == 1:
             options["callback"] = lambda step: step.step + 1 >= own[step.batch_id]
-        return self.translator.translate_batch(sources, **options)
+        return self.translator.translate_batch(sources, forced, **options)
 
     def options(self, config: DecodeConfig, limit: int) -> dict:
         """translate_batch's options for one group of sentences whose output limit is `limit`."""
@@ -208,6 +222,8 @@ class CTranslate2Translator(Engine):
         Its score is log P / length ** RANK_PENALTY over the tokens scored, <eos> included."""
         out = []
         for pieces, score in zip(hypotheses, scores):
+            if score < NO_HYPOTHESIS:
+                continue
             ended = bool(pieces) and pieces[-1] == self.eos
             tokens = self.tokenizer.tgt.piece_to_id(pieces[:-1] if ended else pieces)
             out.append(finished(tokens, score * len(pieces) ** RANK_PENALTY, ended, alpha))

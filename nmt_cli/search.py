@@ -5,7 +5,10 @@ Both searches run a batch of sentences at once; a sentence leaves the batch as s
 finished, so later steps only pay for the sentences still going. The output of a sentence has
 at most max_len_a * source length + max_len_b tokens, and at least min_len (<eos> is ruled
 out before that: with min_len equal to the limit every sentence takes the same number of
-steps, which makes decoding speed comparable across toolkits).
+steps, which makes decoding speed comparable across toolkits). A sentence may come with a
+target prefix (forced decoding, as CTranslate2's target_prefix): its translation opens with
+those tokens, which add nothing to its log-probability (they are given, not chosen), and the
+search goes on from there.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 import torch
 
 from .config import MAX_BEAM, DecodeConfig
-from .data import source_tensor
+from .data import pad, source_tensor
 from .errors import UserError
 from .models.base import Seq2Seq
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
@@ -62,6 +65,28 @@ def forbid_special_tokens(logits: torch.Tensor, allow_eos: bool = True) -> torch
     logits = logits.clone()
     logits[:, [PAD_ID, SOS_ID] if allow_eos else [PAD_ID, SOS_ID, EOS_ID]] = float("-inf")
     return logits
+
+
+def follow_prefix(scores: torch.Tensor, forced: torch.Tensor | None, step: int) -> torch.Tensor:
+    """Scores (logits or log-probabilities, a row per hypothesis) in which a row whose target
+    prefix is not over at `step` gives its next token 0 and every other -inf: the prefix is
+    given, not chosen, so its tokens add nothing to a hypothesis's log-probability (as in
+    CTranslate2). `forced` holds each row's prefix, padded with <pad> (never a token of one);
+    None: no row has a prefix."""
+    if forced is None or step >= forced.size(1):
+        return scores
+    wanted = forced[:, step : step + 1]  # (rows, 1)
+    vocab = torch.arange(scores.size(-1), device=scores.device)
+    only = torch.where(vocab == wanted, 0.0, float("-inf")).to(scores.dtype)  # (rows, vocab)
+    return torch.where(wanted != PAD_ID, only, scores)
+
+
+def prefix_tensor(prefixes: list[list[int]] | None, device: torch.device) -> torch.Tensor | None:
+    """The target prefixes of a batch as (batch, longest) ids padded with <pad>; None when
+    no sentence has one."""
+    if not prefixes or not any(prefixes):
+        return None
+    return pad(prefixes).to(device)
 
 
 def block_repeated_ngrams(logits: torch.Tensor, history: torch.Tensor, n: int) -> torch.Tensor:
@@ -138,10 +163,12 @@ def new_generator(seed: int, device: torch.device) -> torch.Generator:
 @torch.inference_mode()
 def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
                         min_len: int = 0, alpha: float = 1.0, choose: Sampler | None = None,
-                        no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
+                        no_repeat_ngram: int = 0, forced: torch.Tensor | None = None
+                        ) -> list[list[Hypothesis]]:
     """Greedy search as a 1-best list per sentence, with its log-probability; with `choose`,
-    each token is drawn by it instead of being the most probable. Each step reads the chosen
-    tokens and their log-probabilities to the host once."""
+    each token is drawn by it instead of being the most probable; `forced`: each sentence's
+    target prefix (prefix_tensor). Each step reads the chosen tokens and their
+    log-probabilities to the host once."""
     state = model.start(src)
     limits_host = limits.tolist()
     alive = list(range(src.size(0)))  # the original row of each row still decoding
@@ -154,10 +181,11 @@ def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
         logits = forbid_special_tokens(logits, step >= min_len)
         if no_repeat_ngram:
             logits = block_repeated_ngrams(logits, history, no_repeat_ngram)
+        allowed = follow_prefix(logits, forced, step)
         # (alive,) the argmax: max finds the same (first) index, on 2 CPU cores in 111 µs for
         # 64 x 8,000 logits where argmax took 342
-        tokens = logits.max(-1).indices if choose is None else choose(logits)
-        chosen = torch.log_softmax(logits.float(), -1).gather(1, tokens.unsqueeze(1))  # (alive, 1)
+        tokens = allowed.max(-1).indices if choose is None else choose(allowed)
+        chosen = torch.log_softmax(allowed.float(), -1).gather(1, tokens.unsqueeze(1))  # (alive, 1)
         if no_repeat_ngram:
             history = torch.cat([history, tokens.unsqueeze(1)], 1)
         step_tokens, step_log_probs = torch.cat([tokens.double().unsqueeze(0),
@@ -176,6 +204,7 @@ def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
             rows = torch.tensor(keep, device=src.device)
             state, tokens, alive = state.select(rows), tokens[rows], [alive[i] for i in keep]
             history = history[rows] if no_repeat_ngram else history
+            forced = forced[rows] if forced is not None else None
     return [[finished(out, log_prob, end, alpha)]
             for out, log_prob, end in zip(outputs, log_probs, ended)]
 
@@ -255,9 +284,12 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor, beam_si
 @torch.inference_mode()
 def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
                       beam_size: int, alpha: float, min_len: int = 0,
-                      no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
+                      no_repeat_ngram: int = 0, forced: torch.Tensor | None = None
+                      ) -> list[list[Hypothesis]]:
     """Keep the `beam_size` best partial translations of each sentence; return each
-    sentence's `beam_size` finished hypotheses, best first.
+    sentence's `beam_size` finished hypotheses, best first. `forced`: each sentence's target
+    prefix (prefix_tensor); while it lasts, a beam extends only with its next token, and
+    right after it only the best candidate may end the translation (ends_after_prefix).
 
     A hypothesis that emits <eos> (or reaches the length limit) is finished with the score
     log P / length_penalty; a sentence is done once it has `beam_size` finished hypotheses.
@@ -272,18 +304,27 @@ def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
     hypotheses, history = Hypotheses(k, [[] for _ in alive]), BackPointers([[] for _ in alive])
     last = torch.full((n * k,), SOS_ID, dtype=torch.long, device=device)
     so_far = last.new_empty((n * k, 0))  # each beam's tokens on the device, for no_repeat_ngram
+    prefix_lengths = (forced != PAD_ID).sum(1) if forced is not None else None  # (n,)
+    longest = forced.size(1) if forced is not None else 0
+    forced = forced.repeat_interleave(k, 0) if forced is not None else None  # (n*k, prefix)
     for step in range(max(limits_host, default=0)):
         logits, state = model.decode_step(last, state)
         logits = forbid_special_tokens(logits.float(), step >= min_len)
         if no_repeat_ngram:
             logits = block_repeated_ngrams(logits, so_far, no_repeat_ngram)
-        log_probs = torch.log_softmax(logits, dim=-1)  # (n*k, vocab)
+        log_probs = follow_prefix(torch.log_softmax(logits, dim=-1), forced, step)  # (n*k, vocab)
         candidates = (scores.view(-1, 1) + log_probs).view(len(alive), -1)  # (n, k*vocab)
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (n, 2k): >= k are not <eos>
         parents, tokens = top_ids // log_probs.size(-1), top_ids % log_probs.size(-1)
         ends = (tokens == EOS_ID) | (step + 1 >= limits).unsqueeze(1)
+        late = ends_after_prefix(tokens, prefix_lengths, step)
+        if late is not None:
+            ends = ends & ~late
         # Continue with the k best candidates that did not end.
         scores, continuing = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
+        if late is not None:  # they hold their place in the beam, as dead beams
+            scores = scores.masked_fill(late.gather(1, continuing), float("-inf"))
+            top_scores = top_scores.masked_fill(late, float("-inf"))
         results = read_step(top_scores, parents, tokens, ends, continuing)
         keep = [row for row, (sentence, result) in enumerate(zip(alive, results))
                 if not finish_and_extend(sentence, result, step + 1 >= limits_host[sentence],
@@ -298,17 +339,35 @@ def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
         last = tokens.gather(1, continuing)[index].view(-1)
         if no_repeat_ngram:
             so_far = torch.cat([so_far[rows[index].view(-1)], last.unsqueeze(1)], 1)
+        if prefix_lengths is not None:  # kept until the step after the longest prefix
+            forced = forced[rows[index].view(-1)] if step + 1 < longest else None
+            prefix_lengths = prefix_lengths[index] if step < longest else None
         alive = [alive[row] for row in keep]
     return hypotheses.ranked()
+
+
+def ends_after_prefix(tokens: torch.Tensor, prefix_lengths: torch.Tensor | None,
+                      step: int) -> torch.Tensor | None:
+    """(n, 2k) the candidates that would end a translation right where its prefix ends, the
+    best candidate excepted. CTranslate2 makes each of them a dead beam (its issue #277):
+    the prefix alone, short, would otherwise often beat every translation that goes on,
+    and its beam at that step expands one hypothesis only. None: no prefix ends at `step`."""
+    if prefix_lengths is None or step == 0:
+        return None
+    late = (prefix_lengths == step).unsqueeze(1) & (tokens == EOS_ID)
+    late[:, 0] = False
+    return late
 
 
 def finish_and_extend(sentence: int, result: StepResult, at_limit: bool,
                       hypotheses: Hypotheses, history: BackPointers, alpha: float) -> bool:
     """Finish the candidates among the sentence's top k that end, record the k that go on;
-    True when the sentence is done (at its length limit, or k hypotheses finished)."""
+    True when the sentence is done (at its length limit, or k hypotheses finished). A
+    candidate of probability 0 (a beam with nothing to extend, as while a prefix is forced)
+    is never finished."""
     k = hypotheses.beam_size
     for col in range(k):
-        if result.ends[col]:
+        if result.ends[col] and result.scores[col] > float("-inf"):
             tokens = history.tokens(sentence, result.parents[col])
             ended_with_eos = result.tokens[col] == EOS_ID
             if not ended_with_eos:  # stopped by the length limit: keep the last token
@@ -325,26 +384,31 @@ def search(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig) -> list[list
 
 
 def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
-                 nbest: int = 1, generator: torch.Generator | None = None
-                 ) -> list[list[Hypothesis]]:
+                 nbest: int = 1, generator: torch.Generator | None = None,
+                 forced: torch.Tensor | None = None) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of each sentence of a padded source batch, best first;
     at most config.beam (greedy search, beam 1, gives a 1-best list). With config.sampling,
-    `nbest` drawn translations of each, best first (`generator`: the random state)."""
+    `nbest` drawn translations of each, best first (`generator`: the random state).
+    `forced`: the sentences' target prefixes (prefix_tensor), which every hypothesis opens
+    with; the output limit counts them, and is raised to hold a longer one whole."""
     check_nbest(nbest, config)
     limits = output_limits(src, config, model.max_positions)
+    if forced is not None:
+        limits = torch.maximum(limits, (forced != PAD_ID).sum(1))
     if config.sampling:
         choose = Sampler(config, generator or new_generator(config.sampling_seed, src.device))
         rows = torch.arange(src.size(0), device=src.device).repeat_interleave(nbest)
         drawn = [hyps[0] for part in rows.split(config.batch_size)  # batch_size rows at a time
-                 for hyps in greedy_search_nbest(model, src[part], limits[part], config.min_len,
-                                                 config.alpha, choose, config.no_repeat_ngram)]
+                 for hyps in greedy_search_nbest(
+                     model, src[part], limits[part], config.min_len, config.alpha, choose,
+                     config.no_repeat_ngram, forced[part] if forced is not None else None)]
         return [sorted(drawn[i : i + nbest], key=lambda h: h.score, reverse=True)
                 for i in range(0, len(drawn), nbest)]
     if config.beam <= 1:
         return greedy_search_nbest(model, src, limits, config.min_len, config.alpha,
-                                   no_repeat_ngram=config.no_repeat_ngram)
+                                   no_repeat_ngram=config.no_repeat_ngram, forced=forced)
     found = beam_search_nbest(model, src, limits, config.beam, config.alpha, config.min_len,
-                              config.no_repeat_ngram)
+                              config.no_repeat_ngram, forced)
     return [hyps[:nbest] for hyps in found]
 
 
@@ -370,11 +434,13 @@ def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig
 
 def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
                     device: torch.device, nbest: int = 1,
-                    generator: torch.Generator | None = None) -> list[list[Hypothesis]]:
+                    generator: torch.Generator | None = None,
+                    prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
     """The n-best lists of many sentences: sorted by length into batches of similar length,
     then returned in the input order. Empty sources give empty lists; sources longer than
     the model's positions are truncated. Sampling draws from `generator` (default: one
-    seeded with config.sampling_seed)."""
+    seeded with config.sampling_seed). `prefixes`: each sentence's target prefix ids (none:
+    an empty list), cut to the model's positions."""
     if config.sampling and generator is None:
         generator = new_generator(config.sampling_seed, device)
     src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>
@@ -383,6 +449,8 @@ def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConf
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = source_tensor([src_ids[i] for i in chunk]).to(device)
-        for i, hyps in zip(chunk, search_nbest(model, src, config, nbest, generator)):
+        forced = prefix_tensor([prefixes[i][: model.max_positions] for i in chunk]
+                               if prefixes else None, device)
+        for i, hyps in zip(chunk, search_nbest(model, src, config, nbest, generator, forced)):
             outputs[i] = hyps
     return outputs

@@ -1,6 +1,6 @@
 """`nmt serve`: a trained run behind an HTTP JSON API, on FastAPI and uvicorn.
 
-    POST /translate  {"text": "Hello." or ["Hello.", ...], "beam": 5, "nbest": 1}
+    POST /translate  {"text": "Hello." or ["Hello.", ...], "beam": 5, "nbest": 1, "prefix": ...}
     GET  /health     {"status": "ok", "received": N, "answered": N, "batches": N}
     GET  /info       the run's languages, architecture, parameters and best validation BLEU
 
@@ -98,7 +98,7 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
                             engine.target_languages)
-        found = await batcher.translate(query.lines, query.config, query.nbest)
+        found = await batcher.translate(query.lines, query.config, query.nbest, query.prefixes)
         return JSONResponse(translations_json(found, query.nbest))
 
     @app.get("/health")

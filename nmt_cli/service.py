@@ -22,7 +22,7 @@ from .errors import UserError
 from .languages import chosen_tag
 from .translate import Translation
 
-REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang")
+REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix")
 
 
 @dataclass(frozen=True)
@@ -78,19 +78,22 @@ class Query:
     lines: list[str]
     config: DecodeConfig  # the server's settings with the request's beam
     nbest: int
+    prefixes: list[str] | None = None  # a target prefix per line ("" for none)
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
                 languages: list[str] | None = None) -> Query:
     """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong
     (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
-    longer ones, than the limits allow."""
+    longer ones, than the limits allow. "prefix" is text every translation opens with: a
+    string for every line, or a list of one per line ("" for none)."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
         raise ApiError(422, f"unknown field {unknown[0]!r}; the fields are "
                             f"{', '.join(REQUEST_FIELDS)}")
     lines = text_lines(request.get("text"), settings)
+    prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
     tgt_lang = request.get("tgt_lang", decode.tgt_lang)
@@ -100,7 +103,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         chosen_tag(languages or [], tgt_lang, '"tgt_lang"')
     except UserError as e:
         raise ApiError(422, str(e)) from None
-    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest)
+    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
+                 prefixes)
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -125,15 +129,35 @@ def text_lines(text: Any, settings: ServeConfig) -> list[str]:
     if len(text) > settings.max_lines:
         raise ApiError(413, f'"text" has {len(text):,} lines; at most {settings.max_lines:,} '
                             "per request")
-    for number, line in enumerate(text, 1):
+    check_lengths(text, settings, "line")
+    return text
+
+
+def prefix_lines(prefix: Any, lines: list[str], settings: ServeConfig) -> list[str] | None:
+    """The "prefix" field as a prefix per line: a string for each, or a list as long as
+    "text"; None when absent."""
+    if prefix is None:
+        return None
+    if isinstance(prefix, str):
+        prefix = [prefix] * len(lines)
+    if not isinstance(prefix, list) or not all(isinstance(line, str) for line in prefix):
+        raise ApiError(422, '"prefix" must be a string or a list of strings')
+    if len(prefix) != len(lines):
+        raise ApiError(422, f'"prefix" has {len(prefix):,} lines and "text" {len(lines):,}; '
+                            "give one prefix per line (\"\" for none)")
+    check_lengths(prefix, settings, "prefix")
+    return prefix
+
+
+def check_lengths(lines: list[str], settings: ServeConfig, name: str) -> None:
+    for number, line in enumerate(lines, 1):
         if len(line) > settings.max_chars:
-            raise ApiError(413, f"line {number} has {len(line):,} characters; at most "
+            raise ApiError(413, f"{name} {number} has {len(line):,} characters; at most "
                                 f"{settings.max_chars:,} per line")
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate, from a "\ud800" escape
-            raise ApiError(422, f"line {number} is not valid Unicode") from None
-    return text
+            raise ApiError(422, f"{name} {number} is not valid Unicode") from None
 
 
 def whole_number(request: dict[str, Any], name: str, default: int, most: int,

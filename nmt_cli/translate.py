@@ -1,5 +1,6 @@
 """Translation with a trained run: `Translator.from_run(path).translate(lines)`, and n-best
-lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`.
+lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`. Each line may
+come with a target prefix, text its translation must open with (`prefixes=`; search.py).
 
 `Engine` is what every decoder offers (PyTorch's search here, CTranslate2 in ct2.py): n-best
 lists of `Translation`s for a list of lines, and streams of them. Both engines encode and
@@ -8,6 +9,7 @@ detokenize through the functions here, so a line reads the same pieces whichever
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -64,13 +66,16 @@ class Engine:
         return chosen_tag(self.target_languages, config.tgt_lang)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
-        """The `nbest` best translations of each input line, best first."""
+                        nbest: int = 1, attention: bool = False,
+                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+        """The `nbest` best translations of each input line, best first; with `prefixes`
+        (one per line, "" for none), each translation opens with its line's prefix."""
         raise NotImplementedError
 
-    def translate(self, lines: list[str], config: DecodeConfig | None = None) -> list[str]:
+    def translate(self, lines: list[str], config: DecodeConfig | None = None,
+                  prefixes: list[str] | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
-        return [hyps[0].text for hyps in self.translate_nbest(lines, config)]
+        return [hyps[0].text for hyps in self.translate_nbest(lines, config, prefixes=prefixes)]
 
     def translate_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                          chunk_size: int = 1000) -> Iterator[str]:
@@ -79,11 +84,18 @@ class Engine:
             yield from self.translate(chunk, config)
 
     def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
-                               nbest: int = 1, attention: bool = False,
-                               chunk_size: int = 1000) -> Iterator[tuple[str, list[Translation]]]:
-        """(input line, its n-best list) for each line of a stream, chunk by chunk."""
+                               nbest: int = 1, attention: bool = False, chunk_size: int = 1000,
+                               prefixes: Iterable[str] | None = None
+                               ) -> Iterator[tuple[str, list[Translation]]]:
+        """(input line, its n-best list) for each line of a stream, chunk by chunk; with
+        `prefixes`, a stream of as many target prefixes, read alongside."""
+        ahead = iter(prefixes) if prefixes is not None else None
         for chunk in chunks(lines, chunk_size):
-            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention))
+            own = None if ahead is None else [
+                prefix.rstrip("\r\n") for prefix in itertools.islice(ahead, len(chunk))]
+            if own is not None and len(own) < len(chunk):
+                raise UserError("there are fewer target prefixes than lines to translate")
+            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own))
 
 
 def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",
@@ -146,10 +158,12 @@ class Translator(Engine):
         self.run = dataclasses.replace(self.run, model=self.run.model.to(self.device))
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1, attention: bool = False) -> list[list[Translation]]:
+                        nbest: int = 1, attention: bool = False,
+                        prefixes: list[str] | None = None) -> list[list[Translation]]:
         """The `nbest` best translations of each input line (at most config.beam), best
         first; the first is what `translate` gives. A blank line gives one empty
-        translation. With `attention`, each carries its cross-attention weights."""
+        translation. With `attention`, each carries its cross-attention weights; with
+        `prefixes` (one per line, "" for none), each opens with its line's prefix."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
         if attention and isinstance(self.run.model, Ensemble):
@@ -157,10 +171,11 @@ class Translator(Engine):
                             "drop --ensemble to see one")
         self.move_to(config.device)
         src_ids = self.encode(lines, config)
+        prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines)
         model = self.run.model
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
-                                    self.generator(config))
+                                    self.generator(config), prefix_ids)
             weights = [attention_weights(model, src, [h.tokens for h in hyps], self.device)
                        if attention and hyps else None for src, hyps in zip(src_ids, found)]
         return [self.translations(src, hyps, w) for src, hyps, w in zip(src_ids, found, weights)]
@@ -198,6 +213,19 @@ def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
         if len(ids) > longest:
             warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
     return [ids[:longest] for ids in src_ids]
+
+
+def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None,
+                    lines: list[str]) -> list[list[int]] | None:
+    """Target ids of each line's prefix (a blank one: none), encoded as text of its own: the
+    translation goes on after its last piece, and may finish its last word."""
+    if prefixes is None:
+        return None
+    if len(prefixes) != len(lines):
+        raise UserError(f"{len(prefixes):,} target prefixes for {len(lines):,} lines; give "
+                        "one per line (\"\" for none)")
+    return [ids if prefix.strip() else []
+            for prefix, ids in zip(prefixes, tokenizer.tgt.encode(list(prefixes)))]
 
 
 def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypothesis],

@@ -102,6 +102,22 @@ def test_ctranslate2_rules_out_repeated_ngrams_as_nmt_does(exported, config):
     assert_same_search(ours, ct2.translate_nbest(TEST, config, nbest=config.beam))
 
 
+@pytest.mark.parametrize("config", [DecodeConfig(beam=1), DecodeConfig(beam=5),
+                                    DecodeConfig(beam=4, alpha=0.0, **TIGHT)],
+                         ids=["greedy", "beam5", "beam4-limits"])
+def test_ctranslate2_follows_target_prefixes_as_nmt_does(exported, config):
+    """The first one to three words of the reference as the prefix of two lines in three (of
+    every line under the tight limits, where a long one takes all the room)."""
+    nmt, ct2 = exported
+    prefixes = [" ".join(ref.split()[: 1 + i % 3]) if i % 3 or config.min_len else ""
+                for i, ref in enumerate(read_sample("test", "de"))]
+    ours = nmt.translate_nbest(TEST, config, nbest=config.beam, prefixes=prefixes)
+    assert [h[0].text for h in ours] != [h[0].text for h in nmt.translate_nbest(TEST, config)]
+    assert all(h.text.startswith(prefix) for prefix, hyps in zip(prefixes, ours) for h in hyps)
+    assert_same_search(ours, ct2.translate_nbest(TEST, config, nbest=config.beam,
+                                                 prefixes=prefixes))
+
+
 def assert_same_search(ours, theirs) -> None:
     """The same best translations and n-best lists (nearly always), and the same score for
     the same hypothesis."""

@@ -115,16 +115,28 @@ def server(run_dir):
     assert server.stop() == 0
 
 
+GERMAN = read_sample("test", "de", 200)
+
+
 def request_of(i: int, lines: list[str]) -> dict:
     """Request i of the load: greedy, the server's default beam (5), n-best lists, another
-    beam; every fifth holds three lines."""
+    beam; every fifth holds three lines; every seventh gives target prefixes (the first two
+    words of the reference; a list of one per line where it has three)."""
     text = lines[i] if i % 5 else [lines[i], lines[(i + 1) % len(lines)], ""]
     settings = [{}, {"beam": 1}, {"nbest": 3}, {"beam": 2, "nbest": 2}][i % 4]
+    if i % 7 == 3:
+        start = " ".join(GERMAN[i].split()[:2])
+        settings["prefix"] = start if i % 5 else [start, "", "Ein"]
     return {"text": text, **settings}
 
 
 def lines_of(request: dict) -> list[str]:
     return [request["text"]] if isinstance(request["text"], str) else request["text"]
+
+
+def prefixes_of(request: dict) -> list[str]:
+    prefix = request.get("prefix", "")
+    return [prefix] * len(lines_of(request)) if isinstance(prefix, str) else prefix
 
 
 def expected(translator: Translator, requests: list[dict]) -> list[list[list[Translation]]]:
@@ -136,7 +148,8 @@ def expected(translator: Translator, requests: list[dict]) -> list[list[list[Tra
                  == settings]
         found = iter(translator.translate_nbest(
             [line for i in group for line in lines_of(requests[i])],
-            DecodeConfig(beam=settings[0], **SHORT), settings[1]))
+            DecodeConfig(beam=settings[0], **SHORT), settings[1],
+            prefixes=[prefix for i in group for prefix in prefixes_of(requests[i])]))
         for i in group:
             answers[i] = [next(found) for _ in lines_of(requests[i])]
     return answers
@@ -151,6 +164,9 @@ def test_concurrent_requests_get_the_translators_own_answers(server, translator)
                                                     expected(translator, requests)):
         assert status == 200, answer
         assert [t["text"] for t in answer["translations"]] == [h[0].text for h in wanted]
+        for line, text, prefix in zip(answer["translations"], lines_of(request),
+                                      prefixes_of(request)):
+            assert line["text"].startswith(prefix) or not text  # a blank line stays blank
         for line, hypotheses in zip(answer["translations"], wanted):
             assert line["score"] == pytest.approx(hypotheses[0].score, rel=1e-4, abs=1e-4)
             if request.get("nbest", 1) > 1:
@@ -182,6 +198,12 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
     "nbest over beam": ("POST", "/translate", {"text": "Hi.", "beam": 2, "nbest": 3}, 422),
     "unknown field": ("POST", "/translate", {"text": "Hi.", "model": "/etc/passwd"}, 422),
     "lone surrogate": ("POST", "/translate", b'{"text": "a\\ud800b"}', 422),
+    "prefix a number": ("POST", "/translate", {"text": "Hi.", "prefix": 5}, 422),
+    "a prefix per line, one short": ("POST", "/translate", {"text": ["A.", "B."],
+                                                             "prefix": ["Ein"]}, 422),
+    "a prefix not a string": ("POST", "/translate", {"text": ["A."], "prefix": [None]}, 422),
+    "a 1 MB prefix": ("POST", "/translate", {"text": "Hi.", "prefix": MEGABYTE_LINE}, 413),
+    "prefix lone surrogate": ("POST", "/translate", b'{"text": "a", "prefix": "\\ud800"}', 422),
     "10,000 lines": ("POST", "/translate", {"text": ["Hello."] * 10_000}, 413),
     "a 1 MB line": ("POST", "/translate", {"text": MEGABYTE_LINE}, 413),
     "GET /translate": ("GET", "/translate", None, 405),
@@ -367,7 +389,7 @@ def test_the_model_is_loaded_on_the_thread_that_decodes(run_dir, monkeypatch):
 # The batching worker alone, with a decoder that records its calls.
 
 def recording_decoder(calls: list):
-    def decode(lines: list[str], config: DecodeConfig, nbest: int):
+    def decode(lines: list[str], config: DecodeConfig, nbest: int, prefixes=None):
         calls.append((list(lines), config.beam, nbest))
         if "boom" in lines:
             raise RuntimeError("this line breaks the decoder")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +17,7 @@ from rich.table import Table
 
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
-from ..data import check_utf8, decode_lines, read_lines
+from ..data import check_utf8, decode_lines, iter_lines, read_lines
 from ..errors import UserError
 from ..evaluate import (
     Evaluation,
@@ -72,6 +74,11 @@ def translate(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
     engine: EngineOption = TORCH,
     ensemble: EnsembleOption = None,
+    prefix: Annotated[str | None, typer.Option(
+        help="Text every translation opens with (forced decoding); the search goes on "
+             "after it.")] = None,
+    prefix_file: Annotated[Path | None, typer.Option(
+        help="A target prefix per input line, in order (a blank line: none).")] = None,
 ):
     """Translate text, a file, or stdin: one line out for each line in.
 
@@ -80,7 +87,10 @@ def translate(
     from_stdin = text is None and input_file is None
     if from_stdin and sys.stdin is None:
         raise UserError("stdin is closed: give TEXT or -i FILE")
-    check_output(output_file, input_file, stdin=from_stdin)
+    if prefix is not None and prefix_file is not None:
+        raise UserError("--prefix and --prefix-file: give one or the other")
+    check_output(output_file, input_file, prefix_file, stdin=from_stdin)
+    prefixes = PrefixFile(prefix_file) if prefix_file is not None else None
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
@@ -95,11 +105,15 @@ def translate(
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
-    found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk)
+    found = translator.translate_nbest_stream(
+        lines, decode, nbest, attention, chunk,
+        prefixes or (itertools.repeat(check_utf8(prefix, "--prefix")) if prefix else None))
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
+        if prefixes:
+            prefixes.check_finished()
         if output_file:
             out.close()
     except OSError as e:
@@ -110,6 +124,27 @@ def translate(
         if output_file and not out.closed:  # after an error: it is the one to report
             with contextlib.suppress(OSError):
                 out.close()
+
+
+class PrefixFile:
+    """The lines of --prefix-file, read as the input is: a one-line error when it has fewer
+    lines than the input, or more."""
+
+    def __init__(self, path: Path):
+        self.path, self.lines = path, iter_lines(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.lines, None)
+        if line is None:
+            raise UserError(f"--prefix-file {self.path} has fewer lines than the input")
+        return line
+
+    def check_finished(self) -> None:
+        if next(self.lines, None) is not None:
+            raise UserError(f"--prefix-file {self.path} has more lines than the input")
 
 
 def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
