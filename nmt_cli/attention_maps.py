@@ -30,7 +30,7 @@ from .errors import UserError
 from .models import Seq2Seq, Transformer, attention_by_layer
 from .pictures import draw_attention
 from .search import translate_ids
-from .translate import Translator
+from .translate import Translator, encode_prefixes
 from .validation import GREEDY
 
 ATTENTION_KINDS = ("cross", "encoder", "decoder")
@@ -65,9 +65,9 @@ class AttentionMaps:
 
 def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
                    layer: int | str | None = None, head: int | str = "all",
-                   config: DecodeConfig | None = None) -> AttentionMaps:
-    """Translate `sentence` and collect the maps of `kind` for `layer` (default: the last)
-    and `head` (a number, "all" or "mean")."""
+                   config: DecodeConfig | None = None, prefix: str = "") -> AttentionMaps:
+    """Translate `sentence` (its translation opening with `prefix`, if any) and collect the
+    maps of `kind` for `layer` (default: the last) and `head` (a number, "all" or "mean")."""
     check_choice("--kind", kind, ATTENTION_KINDS)
     run, config = translator.run, config or DecodeConfig()
     num_layers, num_heads = map_counts(run.model, kind)
@@ -79,7 +79,8 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
         raise UserError("the sentence is empty: give some text to translate")
     translator.move_to(config.device)
     with mixed_precision(translator.device, config.precision):
-        out_ids = translate_ids(run.model, [src_ids], config, translator.device)[0]
+        out_ids = translate_ids(run.model, [src_ids], config, translator.device,
+                                encode_prefixes(run.tokenizer, [prefix], [sentence]))[0]
     return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device)
 
 

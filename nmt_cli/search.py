@@ -426,10 +426,11 @@ def check_nbest(nbest: int, config: DecodeConfig) -> None:
 
 
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
-                  device: torch.device) -> list[list[int]]:
+                  device: torch.device, prefixes: list[list[int]] | None = None
+                  ) -> list[list[int]]:
     """Translate many sentences (translate_nbest); an empty source gives an empty output."""
     return [hyps[0].tokens if hyps else []
-            for hyps in translate_nbest(model, src_ids, config, device)]
+            for hyps in translate_nbest(model, src_ids, config, device, prefixes=prefixes)]
 
 
 def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,

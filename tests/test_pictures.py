@@ -126,6 +126,22 @@ def test_maps_of_a_run_are_distributions_over_what_each_position_sees(runs):
     assert maps.translation == translator.translate([SENTENCE])[0]
 
 
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_maps_of_a_translation_forced_to_open_with_a_prefix(runs, arch):
+    """`nmt attention --prefix`: the maps of the translation `translate` gives with that
+    prefix, its pieces the first rows."""
+    run, prefix = runs[arch], "Ein Junge"
+    translator = Translator.from_run(run, "cpu")
+    maps = attention_maps(translator, SENTENCE, "cross", head="mean", prefix=prefix)
+    pieces = translator.run.tokenizer.tgt.encode(prefix, out_type=str)
+    assert maps.output[: len(pieces)] == maps.rows[: len(pieces)] == pieces
+    assert maps.translation == translator.translate([SENTENCE], prefixes=[prefix])[0]
+    assert maps.translation != translator.translate([SENTENCE])[0]
+    printed = json.loads(invoke("attention", SENTENCE, "--run", str(run), "--head", "mean",
+                                "--prefix", prefix, "--json").stdout)
+    assert printed == maps.to_json()
+
+
 def test_head_mean_is_the_mean_of_the_heads(runs):
     translator = Translator.from_run(runs["transformer"], "cpu")
     every = attention_maps(translator, SENTENCE, "cross", layer=1, head="all").maps

@@ -46,12 +46,15 @@ def attention(
     head: Annotated[str, typer.Option(
         help="Head N (from 1), all (every head and their mean), or mean.")] = "all",
     as_json: JsonOption = False,
+    prefix: Annotated[str, typer.Option(
+        help="Text the translation opens with (forced decoding), as in translate.")] = "",
 ):
     """Draw the attention weights of one translation as heatmaps."""
     if not as_json:
         check_picture_path(output)
     translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
-    maps = attention_maps(translator, check_utf8(text, "TEXT"), kind.value, layer, head, decode)
+    maps = attention_maps(translator, check_utf8(text, "TEXT"), kind.value, layer, head, decode,
+                          check_utf8(prefix, "--prefix"))
     if as_json:
         print(json.dumps(maps.to_json()))
     else:
