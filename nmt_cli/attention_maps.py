@@ -79,8 +79,9 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
         raise UserError("the sentence is empty: give some text to translate")
     translator.move_to(config.device)
     with mixed_precision(translator.device, config.precision):
-        out_ids = translate_ids(run.model, [src_ids], config, translator.device,
-                                encode_prefixes(run.tokenizer, [prefix], [sentence]))[0]
+        out_ids = translate_ids(run.model, [src_ids], config, translator.device, encode_prefixes(
+            run.tokenizer, [prefix], [sentence], run.model.max_positions, translator.warn))[0]
+    out_ids = out_ids[: run.model.max_positions - 1]  # <sos> and each token read, positioned
     return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device)
 
 

@@ -150,7 +150,8 @@ class CTranslate2Translator(Engine):
                             "use --engine torch")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
                                 self.language_tag(config))
-        found = self.search(src_ids, config, encode_prefixes(self.tokenizer, prefixes, lines))
+        found = self.search(src_ids, config, encode_prefixes(
+            self.tokenizer, prefixes, lines, self.max_positions, self.warn))
         return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig,
@@ -162,7 +163,7 @@ class CTranslate2Translator(Engine):
         that limit."""
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
         rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
-        prefixes = [prefix[: self.max_positions] for prefix in prefixes or []]
+        prefixes = prefixes or []
         limits = {i: max(output_limit(len(src_ids[i]), config, self.max_positions),
                          len(prefixes[i]) if prefixes else 0) for i in rows}
         again: dict[int, list[int]] = {}

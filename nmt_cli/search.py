@@ -204,7 +204,7 @@ def greedy_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
             rows = torch.tensor(keep, device=src.device)
             state, tokens, alive = state.select(rows), tokens[rows], [alive[i] for i in keep]
             history = history[rows] if no_repeat_ngram else history
-            forced = forced[rows] if forced is not None else None
+            forced = forced[rows] if forced is not None and step + 1 < forced.size(1) else None
     return [[finished(out, log_prob, end, alpha)]
             for out, log_prob, end in zip(outputs, log_probs, ended)]
 
@@ -324,7 +324,6 @@ def beam_search_nbest(model: Seq2Seq, src: torch.Tensor, limits: torch.Tensor,
         scores, continuing = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)
         if late is not None:  # they hold their place in the beam, as dead beams
             scores = scores.masked_fill(late.gather(1, continuing), float("-inf"))
-            top_scores = top_scores.masked_fill(late, float("-inf"))
         results = read_step(top_scores, parents, tokens, ends, continuing)
         keep = [row for row, (sentence, result) in enumerate(zip(alive, results))
                 if not finish_and_extend(sentence, result, step + 1 >= limits_host[sentence],
@@ -441,7 +440,7 @@ def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConf
     then returned in the input order. Empty sources give empty lists; sources longer than
     the model's positions are truncated. Sampling draws from `generator` (default: one
     seeded with config.sampling_seed). `prefixes`: each sentence's target prefix ids (none:
-    an empty list), cut to the model's positions."""
+    an empty list), cut to what the model can position."""
     if config.sampling and generator is None:
         generator = new_generator(config.sampling_seed, device)
     src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>

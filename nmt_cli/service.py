@@ -52,9 +52,10 @@ class ServeConfig:
 
     @property
     def max_body(self) -> int:
-        """The largest request body read, in bytes: max_lines lines of max_chars characters,
-        each character written as a 6-byte JSON escape at worst, plus room for the rest."""
-        return self.max_lines * (6 * self.max_chars + 4) + 1024
+        """The largest request body read, in bytes: max_lines lines of max_chars characters
+        and as many prefixes, each character written as a 6-byte JSON escape at worst, plus
+        room for the rest."""
+        return 2 * self.max_lines * (6 * self.max_chars + 4) + 1024
 
 
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:

@@ -171,7 +171,8 @@ class Translator(Engine):
                             "drop --ensemble to see one")
         self.move_to(config.device)
         src_ids = self.encode(lines, config)
-        prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines)
+        prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
+                                     self.run.model.max_positions, self.warn)
         model = self.run.model
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
@@ -215,17 +216,23 @@ def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
     return [ids[:longest] for ids in src_ids]
 
 
-def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None,
-                    lines: list[str]) -> list[list[int]] | None:
+def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None, lines: list[str],
+                    max_positions: int, warn: Callable[[str], None]) -> list[list[int]] | None:
     """Target ids of each line's prefix (a blank one: none), encoded as text of its own: the
-    translation goes on after its last piece, and may finish its last word."""
+    translation goes on after its last piece, and may finish its last word. A prefix is cut
+    to `max_positions` tokens, the longest output."""
     if prefixes is None:
         return None
     if len(prefixes) != len(lines):
         raise UserError(f"{len(prefixes):,} target prefixes for {len(lines):,} lines; give "
                         "one per line (\"\" for none)")
-    return [ids if prefix.strip() else []
-            for prefix, ids in zip(prefixes, tokenizer.tgt.encode(list(prefixes)))]
+    prefix_ids = [ids if prefix.strip() else []
+                  for prefix, ids in zip(prefixes, tokenizer.encode_tgt(list(prefixes)))]
+    for ids in prefix_ids:
+        if len(ids) > max_positions:
+            warn(f"a target prefix of {len(ids):,} tokens was cut to the model's "
+                 f"{max_positions:,}")
+    return [ids[:max_positions] for ids in prefix_ids]
 
 
 def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypothesis],

@@ -18,7 +18,7 @@ from nmt_cli.config import DecodeConfig
 from nmt_cli.data import source_tensor
 from nmt_cli.search import forbid_special_tokens, prefix_tensor, search_nbest, translate_nbest
 from nmt_cli.special_tokens import EOS_ID, SOS_ID
-from nmt_cli.translate import Translator
+from nmt_cli.translate import Translator, encode_prefixes
 
 from conftest import random_tokens, tiny_model
 
@@ -93,7 +93,7 @@ def test_right_after_the_prefix_only_the_best_candidate_may_end_the_translation(
         table = {SOS_ID: {A: 1.0}, 6: after, A: {EOS_ID: 1.0}, B: {EOS_ID: 1.0}}
         (hyps,) = search_nbest(TableModel(table), src, config, 3, forced=forced)
         assert [h.tokens for h in hyps][: len(wanted)] == wanted
-        assert [6] in [h.tokens for h in hyps] or hyps[2].log_prob < -1e8
+        assert ([6] in [h.tokens for h in hyps]) == (wanted[0] == [6])
 
 
 def test_the_length_limit_counts_the_prefix_and_makes_room_for_a_longer_one():
@@ -107,6 +107,16 @@ def test_the_length_limit_counts_the_prefix_and_makes_room_for_a_longer_one():
         roomy = dataclasses.replace(tight, max_len_b=9, min_len=9)
         (hyps,) = translate_nbest(model, src_ids, roomy, CPU, 1, prefixes=prefix)
         assert hyps[0].tokens[:7] == prefix[0] and len(hyps[0].tokens) == 9
+
+
+def test_a_prefix_longer_than_the_model_can_position_is_cut_with_a_warning():
+    model = tiny_model("transformer", max_positions=12)
+    src_ids = [random_tokens(1, 5, seed=1)[0].tolist()]
+    prefix = list(range(10, 30))
+    for beam in (1, 3):
+        (hyps,) = translate_nbest(model, src_ids, DecodeConfig(beam=beam), CPU, 1,
+                                  prefixes=[prefix])
+        assert hyps[0].tokens == prefix[:12]
 
 
 def test_a_prefix_that_repeats_itself_is_kept_and_the_rest_does_not_repeat_it():
@@ -143,6 +153,12 @@ def test_the_translator_opens_each_translation_with_its_text_prefix(tiny_run):
     assert found[2] == translator.translate_nbest(LINES[2:], config, 2)[0]
     with pytest.raises(Exception, match="2 target prefixes for 3 lines"):
         translator.translate(LINES, config, prefixes=["a", "b"])
+    warnings: list[str] = []
+    long = "Ein Mann " * 40
+    ids = encode_prefixes(translator.run.tokenizer, [long, "Ein"], ["x", "y"], 20,
+                          warnings.append)
+    assert [len(i) for i in ids] == [20, len(translator.run.tokenizer.encode_tgt(["Ein"])[0])]
+    assert len(warnings) == 1 and "was cut to the model's 20" in warnings[0]
 
 
 def test_translate_prefix_options(tiny_run, tmp_path):
@@ -164,11 +180,21 @@ def test_translate_prefix_options(tiny_run, tmp_path):
     short, long = tmp_path / "short.de", tmp_path / "long.de"
     short.write_text("Ein\n\n", encoding="utf-8")
     long.write_text("Ein\n\nZwei\nDrei\n", encoding="utf-8")
+    kept = tmp_path / "kept.de"
+    kept.write_text("an earlier translation\n", encoding="utf-8")
     for options, message in (
-            (["--prefix-file", str(short)], f"--prefix-file {short} has fewer lines than"),
-            (["--prefix-file", str(long)], f"--prefix-file {long} has more lines than"),
+            (["--prefix-file", str(short)], f"--prefix-file {short} has 2 lines and the input 3"),
+            (["--prefix-file", str(long)], f"--prefix-file {long} has 4 lines and the input 3"),
             (["--prefix-file", str(long), "--prefix", "Ein"], "--prefix and --prefix-file"),
-            (["--prefix-file", str(source), "-o", str(source)], "is also the input"),
-            (["--prefix-file", str(tmp_path / "none")], "file not found")):
-        result = invoke("translate", *common, "-i", str(source), *options)
+            (["--prefix-file", str(kept), "-o", str(kept)], "is also the input"),
+            (["--prefix-file", str(tmp_path / "none")], "file not found"),
+            (["--prefix", "\udcff"], "--prefix: invalid UTF-8")):
+        result = invoke("translate", *common, "-i", str(source), "-o", str(kept), *options)
+        one_line_error(result, message)
+        assert kept.read_text(encoding="utf-8") == "an earlier translation\n"  # not opened
+    for prefix_lines, message in (("Ein\n", "has fewer lines than the input"),
+                                  ("Ein\nZwei\nDrei\n", "has more lines than the input")):
+        short.write_text(prefix_lines, encoding="utf-8")  # stdin: found as it is read
+        result = invoke("translate", *common, "--prefix-file", str(short),
+                        input=b"A man.\nTwo dogs.\n")
         one_line_error(result, message)

@@ -393,23 +393,25 @@ def recording_decoder(calls: list):
         calls.append((list(lines), config.beam, nbest))
         if "boom" in lines:
             raise RuntimeError("this line breaks the decoder")
-        return [[Translation(f"{line}|beam {config.beam}|{rank}", [], 0.0, -rank)
-                 for rank in range(nbest)] for line in lines]
+        return [[Translation(f"{prefix}{line}|beam {config.beam}|{rank}", [], 0.0, -rank)
+                 for rank in range(nbest)] for line, prefix in zip(lines, prefixes or
+                                                                    [""] * len(lines))]
     return decode
 
 
-def run_batcher(jobs: list[tuple[list[str], int, int]], max_lines: int,
+def run_batcher(jobs: list[tuple], max_lines: int,
                 sampling: bool = False) -> tuple[list, list]:
-    """Submit (lines, beam, nbest) jobs all at once; return the decoder's calls and each
-    job's answer (or the exception it raised)."""
+    """Submit (lines, beam, nbest[, prefixes]) jobs all at once; return the decoder's calls
+    and each job's answer (or the exception it raised)."""
     calls: list = []
 
     async def main():
         batcher = Batcher(recording_decoder(calls), max_lines, max_wait=0.05)
         worker = asyncio.create_task(batcher.run())
         answers = await asyncio.gather(*(
-            batcher.translate(lines, DecodeConfig(beam=beam, sampling=sampling), nbest)
-            for lines, beam, nbest in jobs), return_exceptions=True)
+            batcher.translate(lines, DecodeConfig(beam=beam, sampling=sampling), nbest,
+                              *prefixes)
+            for lines, beam, nbest, *prefixes in jobs), return_exceptions=True)
         worker.cancel()
         batcher.close()
         return answers
@@ -442,6 +444,14 @@ def test_batcher_fills_batches_up_to_max_lines_in_order():
     assert [c[0] for c in calls] == [["a", "b", "c", "d", "e"], ["f", "g"],
                                      [str(i) for i in range(9)]]
     assert [[h[0].text.split("|")[0] for h in a] for a in answers] == [j[0] for j in jobs]
+
+
+def test_requests_with_and_without_prefixes_share_a_batch_each_line_with_its_own():
+    jobs = [(["a"], 1, 1), (["b", "c"], 1, 1, ["B: ", ""]), (["d"], 1, 1, ["D: "])]
+    calls, answers = run_batcher(jobs, max_lines=6)
+    assert [c[0] for c in calls] == [["a", "b", "c", "d"]]
+    assert [[h[0].text for h in answer] for answer in answers] == [
+        ["a|beam 1|0"], ["B: b|beam 1|0", "c|beam 1|0"], ["D: d|beam 1|0"]]
 
 
 def test_a_request_that_breaks_the_decoder_fails_alone():

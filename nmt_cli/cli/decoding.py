@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
-from ..data import check_utf8, decode_lines, iter_lines, read_lines
+from ..data import check_utf8, decode_lines, read_lines
 from ..errors import UserError
 from ..evaluate import (
     Evaluation,
@@ -90,29 +90,31 @@ def translate(
     if prefix is not None and prefix_file is not None:
         raise UserError("--prefix and --prefix-file: give one or the other")
     check_output(output_file, input_file, prefix_file, stdin=from_stdin)
-    prefixes = PrefixFile(prefix_file) if prefix_file is not None else None
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
+    # the prefixes, and the lines when not streamed from stdin, are read before -o is opened
+    prefixes = (PrefixFile(prefix_file) if prefix_file is not None
+                else itertools.repeat(check_utf8(prefix, "--prefix")) if prefix else None)
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
-    translator.language_tag(decode)  # before -o is opened
+    translator.language_tag(decode)
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
         lines = iter(read_lines(input_file))
     else:
         lines = decode_lines(sys.stdin.buffer, "stdin")
+    if isinstance(prefixes, PrefixFile) and not from_stdin:
+        lines = iter(prefixes.check_count(list(lines)))
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
-    found = translator.translate_nbest_stream(
-        lines, decode, nbest, attention, chunk,
-        prefixes or (itertools.repeat(check_utf8(prefix, "--prefix")) if prefix else None))
+    found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
-        if prefixes:
+        if isinstance(prefixes, PrefixFile):
             prefixes.check_finished()
         if output_file:
             out.close()
@@ -127,11 +129,19 @@ def translate(
 
 
 class PrefixFile:
-    """The lines of --prefix-file, read as the input is: a one-line error when it has fewer
-    lines than the input, or more."""
+    """The lines of --prefix-file, read at once, then handed out as the input is read: a
+    one-line error when it has fewer lines than the input, or more (checked before any is
+    translated when the input is a list: check_count)."""
 
     def __init__(self, path: Path):
-        self.path, self.lines = path, iter_lines(path)
+        self.path, self.all = path, read_lines(path)
+        self.lines = iter(self.all)
+
+    def check_count(self, lines: list[str]) -> list[str]:
+        if len(lines) != len(self.all):
+            raise UserError(f"--prefix-file {self.path} has {len(self.all):,} lines and the "
+                            f"input {len(lines):,}; give a prefix per line")
+        return lines
 
     def __iter__(self) -> Iterator[str]:
         return self
