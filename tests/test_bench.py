@@ -637,6 +637,30 @@ def test_length_penalty_decodes_each_runs_own_validation_split(tmp_path, monkeyp
     assert references == [read_sample("val", "de", 5)] * 2
 
 
+def test_prefix_bench_counts_the_next_words_a_run_predicts_on_its_own_split(tmp_path):
+    from test_nbest import train_tiny_run
+
+    from bench.prefix import markdown, next_word_accuracy, predicts
+    from nmt_cli.translate import Translator
+
+    assert predicts("Ein Mann geht .".split(), "Ein Mann läuft .".split(), 1)
+    assert not predicts("Ein Mann geht .".split(), "Ein Mann läuft .".split(), 2)
+    assert not predicts("Eine Frau".split(), "Ein Mann".split(), 1)  # the word was lengthened
+    run = train_tiny_run(tmp_path, test_sentences=30)
+    rows = next_word_accuracy(run, "test", 2, 2)
+    references = read_sample("test", "de", 30)
+    assert [(r["words_given"], r["sentences"]) for r in rows] == [
+        (k, sum(len(ref.split()) > k for ref in references)) for k in range(3)]
+    plain = Translator.from_run(run, "cpu").translate(read_sample("test", "en", 30),
+                                                      DecodeConfig(beam=2))
+    first_words = sum(out.split()[:1] == ref.split()[:1] for out, ref in zip(plain, references))
+    assert rows[0]["next_word_accuracy"] == rows[0]["without_prefix"] == round(
+        100 * first_words / 30, 2)
+    second_words = sum(out.split()[1:2] == ref.split()[1:2] for out, ref in zip(plain, references))
+    assert rows[1]["without_prefix"] == round(100 * second_words / rows[1]["sentences"], 2)
+    assert markdown(rows).splitlines()[2].startswith("| 0 | 30 | ")
+
+
 def test_length_penalty_names_a_directory_that_is_not_a_run(tmp_path):
     result = subprocess.run([sys.executable, "-m", "bench.length_penalty", str(tmp_path)],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
