@@ -75,7 +75,7 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     decode = decode or DecodeConfig()
     translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision,
                              ensemble)
-    translator.language_tag(decode)  # a one-line error before any work for a wrong --tgt-lang
+    translator.language_tag(decode, required=True)  # the test split's language, checked first
     if src is None or ref is None:
         src, ref = test_files_of_run(translator.run_dir, decode.tgt_lang)
     text = read_parallel(src, ref)

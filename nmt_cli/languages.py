@@ -3,15 +3,19 @@
 `data.tgt_lang = "de,fr,cs"` trains one model on the pairs of every language together. Each
 source sentence opens with a tag naming the language wanted, "<2fr> A man rides a horse.", so
 the same encoder and decoder learn all of them, and `--tgt-lang fr` picks one when
-translating. The tokenizer keeps each tag whole, one token (tokenizer.py); a run with one
-target language has no tags.
+translating; a line that opens with a tag of its own ("<2cs> ...", as OPUS-MT's ">>ces<<")
+keeps it, so one input may ask for several languages. The tokenizer keeps each tag whole, one
+token (tokenizer.py); a run with one target language has no tags.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .errors import UserError
+
+TAG = re.compile(r"<2[^<>\s]+>")  # a language tag (language_tag), as a line may open with one
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -42,6 +46,27 @@ def tagged_languages(tgt_lang: str) -> list[tuple[str, str]]:
 def tag_line(line: str, tag: str) -> str:
     """The line opened by `tag` ("": unchanged); a blank line stays blank, to be skipped."""
     return f"{tag} {line}" if tag and line.strip() else line
+
+
+def source_line(line: str, tag: str, languages: list[str], option: str = "--tgt-lang") -> str:
+    """A line to translate as a model into `languages` reads it: opened by its own tag if it
+    has one of the model's, else by `tag` (that of --tgt-lang). A model of several
+    languages refuses a line with neither, or with a tag it lacks; a model of one (no
+    tags) reads every line as it is."""
+    if len(languages) < 2 or not line.strip():
+        return tag_line(line, tag)
+    head = line.partition(" ")[0]
+    if head in [language_tag(language) for language in languages]:
+        return line
+    named = ", ".join(languages)
+    if TAG.fullmatch(head):
+        raise UserError(f"{head}: this model translates into {named}; open the line with the "
+                        f"tag of one of them ({language_tag(languages[0])})")
+    if not tag:
+        raise UserError(f"{line[:40]!r} names no target language: this model translates into "
+                        f"{named}; give {option}, or open each line with the tag of its "
+                        f"language ({language_tag(languages[0])} ...)")
+    return tag_line(line, tag)
 
 
 def interleaved(groups: dict[str, list[int]], count: int) -> list[int]:
@@ -90,11 +115,15 @@ def check_languages(tgt_lang: str, option: str = "data.tgt_lang") -> None:
         raise UserError(f"{option} {tgt_lang!r} names a language twice")
 
 
-def chosen_tag(languages: list[str], chosen: str, option: str = "--tgt-lang") -> str:
+def chosen_tag(languages: list[str], chosen: str, option: str = "--tgt-lang",
+               required: bool = True) -> str:
     """The tag that asks for `chosen` (given as `option`) from a model that translates into
-    `languages` (empty when not known): none for a model with one target language."""
+    `languages` (empty when not known): none for a model with one target language, nor for
+    none chosen unless `required` (each line then names its own: source_line)."""
     asked = f"{option} {chosen!r}" if chosen else option
     if len(languages) > 1:
+        if not chosen and not required:
+            return ""
         if chosen not in languages:
             raise UserError(f"{asked}: this model translates into {', '.join(languages)}; "
                             "name one")

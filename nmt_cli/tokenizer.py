@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -20,10 +19,10 @@ import sentencepiece as spm
 from .config import TokenizerConfig
 from .errors import UserError
 from .files import atomic_write_bytes
+from .languages import TAG
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
-TAG = re.compile(r"<2[^<>\s]+>")  # a language tag (languages.language_tag)
 
 
 def tokenizer_files(folder: Path) -> dict[str, bytes]:

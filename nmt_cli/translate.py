@@ -25,7 +25,7 @@ from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
-from .languages import chosen_tag, tag_line, target_languages
+from .languages import chosen_tag, source_line, target_languages
 from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID, SOS_ID
@@ -60,10 +60,11 @@ class Engine:
     run_dir: Path
     target_languages: list[str]  # none when not known
 
-    def language_tag(self, config: DecodeConfig) -> str:
+    def language_tag(self, config: DecodeConfig, required: bool = False) -> str:
         """The tag that opens each source for config.tgt_lang (languages.py); "" for a model
-        with one target language."""
-        return chosen_tag(self.target_languages, config.tgt_lang)
+        with one target language, and for none chosen unless `required` (each line then
+        opens with its own)."""
+        return chosen_tag(self.target_languages, config.tgt_lang, required=required)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
@@ -204,9 +205,10 @@ class Translator(Engine):
 
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
                   warn: Callable[[str], None], tag: str = "") -> list[list[int]]:
-    """Source ids per line (blank lines give none), opened by a language tag (if any), cut to
-    `max_positions` - 1 tokens: room for the <eos> every source ends with."""
-    tagged = [tag_line(line, tag) for line in lines]
+    """Source ids per line (blank lines give none), opened by a language tag (its own, or
+    `tag`: languages.source_line), cut to `max_positions` - 1 tokens: room for the <eos>
+    every source ends with."""
+    tagged = [source_line(line, tag, tokenizer.languages) for line in lines]
     src_ids = [ids if line.strip() else []
                for line, ids in zip(lines, tokenizer.encode_src(tagged))]
     longest = max_positions - 1

@@ -203,12 +203,41 @@ def test_every_command_asks_for_a_language_by_name(toy_run, tmp_path):
     assert all(r > c + 5 for r, c in zip(scores["rev"], scores["copy"]))
     result = invoke("attention", "--run", str(toy_run), "--tgt-lang", "rev", "a b c", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["source"][0] == "<2rev>"
-    for command in (["translate", "a b c"], ["eval"], ["attention", "a b c"]):
+    one_line_error(invoke("eval", "--run", str(toy_run)),
+                   "--tgt-lang: this model translates into copy, rev; name one")
+    for command in (["translate", "a b c"], ["attention", "a b c"]):
         one_line_error(invoke(command[0], "--run", str(toy_run), *command[1:]),
-                       "--tgt-lang: this model translates into copy, rev; name one")
+                       "'a b c' names no target language: this model translates into copy, "
+                       "rev; give --tgt-lang, or open each line with the tag of its language")
     one_line_error(invoke("translate", "--run", str(toy_run), "--tgt-lang", "de", "a",
                           "-o", str(tmp_path / "out.txt")), "--tgt-lang 'de'")
     assert not (tmp_path / "out.txt").exists()  # checked before the output was opened
+
+
+def test_each_line_may_open_with_the_tag_of_its_own_language(toy_run, tmp_path):
+    """As OPUS-MT's ">>fra<<": a line's own tag chooses its language, --tgt-lang the
+    language of the lines without one; a line with neither, or with a tag the model lacks,
+    is a one-line error naming it, found before -o is opened."""
+    test = toy_split(100, seed=2)
+    own = ["copy", "rev", "rev", "copy", "rev", "copy"]
+    lines = [f"<2{language}> {src}" for language, src in zip(own, test["src"])] + test["src"][6:9]
+    (tmp_path / "in.src").write_text("".join(f"{line}\n" for line in lines))
+    wanted = [test[language][i] for i, language in enumerate(own)]
+    for default in ("copy", "rev"):
+        result = invoke("translate", "--run", str(toy_run), "--beam", "2", "--tgt-lang",
+                        default, "-i", str(tmp_path / "in.src"))
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == wanted + test[default][6:9]
+    translator = Translator.from_run(toy_run, "cpu")
+    assert translator.translate(lines[:6], DecodeConfig(beam=2)) == wanted  # no --tgt-lang
+    (tmp_path / "out.txt").write_text("kept\n")
+    for text, message in ((lines, f"in.src:7: {test['src'][6]!r} names no target language"),
+                          (["<2copy> a b", "<2de> a b"], "in.src:2: <2de>: this model "
+                           "translates into copy, rev; open the line with the tag of one")):
+        (tmp_path / "in.src").write_text("".join(f"{line}\n" for line in text))
+        one_line_error(invoke("translate", "--run", str(toy_run), "-i", str(tmp_path / "in.src"),
+                              "-o", str(tmp_path / "out.txt")), message)
+        assert (tmp_path / "out.txt").read_text() == "kept\n"
 
 
 def test_a_run_with_one_language_takes_its_own_name_only(small_corpus, tmp_path):
@@ -225,7 +254,12 @@ def test_requests_to_a_server_name_their_language():
     settings, decode = ServeConfig(), DecodeConfig(beam=2)
     query = parse_query(b'{"text": "a b", "tgt_lang": "rev"}', settings, decode, ["copy", "rev"])
     assert query.config == DecodeConfig(beam=2, tgt_lang="rev")
-    for body, message in ((b'{"text": "a"}', '"tgt_lang": this model translates into copy'),
+    query = parse_query(b'{"text": ["<2rev> a b", "<2copy> a b"]}', settings, decode,
+                        ["copy", "rev"])
+    assert query.lines == ["<2rev> a b", "<2copy> a b"] and query.config.tgt_lang == ""
+    for body, message in ((b'{"text": "a"}', "line 1: 'a' names no target language: this "
+                           'model translates into copy, rev; give "tgt_lang"'),
+                          (b'{"text": ["<2rev> a", "<2fr> a"]}', "line 2: <2fr>: this model"),
                           (b'{"text": "a", "tgt_lang": "de"}', "\"tgt_lang\" 'de'"),
                           (b'{"text": "a", "tgt_lang": 3}', "must be a string")):
         with pytest.raises(ApiError, match=message) as refused:
@@ -245,7 +279,11 @@ def test_a_server_translates_each_request_into_the_language_it_names(toy_run):
             assert status == 200 and [t["text"] for t in answer["translations"]] \
                 == test[language][:5]
         status, _, answer = call(f"{server.url}/translate", {"text": "a b"})
-        assert status == 422 and "name one" in answer["error"]
+        assert status == 422 and "names no target language" in answer["error"]
+        tagged = [f"<2{language}> {src}" for language, src in zip(("rev", "copy"), test["src"])]
+        status, _, answer = call(f"{server.url}/translate", {"text": tagged})
+        assert status == 200 and [t["text"] for t in answer["translations"]] == [
+            test["rev"][0], test["copy"][1]]
         info = call(f"{server.url}/info")[2]
         assert info["target_languages"] == ["copy", "rev"]
         assert info["defaults"]["tgt_lang"] == ""
@@ -267,8 +305,11 @@ def test_ctranslate2_translates_into_the_language_asked_for(toy_run, tmp_path):
     for language in ("copy", "rev"):
         config = DecodeConfig(beam=3, tgt_lang=language)
         assert ct2.translate(test, config) == nmt.translate(test, config)
-    with pytest.raises(UserError, match="name one"):
+    with pytest.raises(UserError, match="names no target language"):
         ct2.translate(test, DecodeConfig())
+    tagged = [f"<2{'rev' if i % 2 else 'copy'}> {src}" for i, src in enumerate(test)]
+    config = DecodeConfig(beam=3)
+    assert ct2.translate(tagged, config) == nmt.translate(tagged, config)
 
 
 def test_the_python_api_scores_into_the_language_named(toy_run):

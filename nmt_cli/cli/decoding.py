@@ -28,6 +28,7 @@ from ..evaluate import (
     length_basis,
     save_translations,
 )
+from ..languages import source_line
 from ..pictures import check_picture_path
 from ..scoring import score_files
 from ..search import check_nbest
@@ -97,15 +98,19 @@ def translate(
                 else itertools.repeat(check_utf8(prefix, "--prefix")) if prefix else None)
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
-    translator.language_tag(decode)
+    tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
         lines = iter(read_lines(input_file))
     else:
         lines = decode_lines(sys.stdin.buffer, "stdin")
-    if isinstance(prefixes, PrefixFile) and not from_stdin:
-        lines = iter(prefixes.check_count(list(lines)))
+    if not from_stdin:
+        listed = list(lines)
+        if isinstance(prefixes, PrefixFile):
+            prefixes.check_count(listed)
+        check_languages_named(listed, tag, translator.target_languages, input_file or "TEXT")
+        lines = iter(listed)
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
@@ -126,6 +131,17 @@ def translate(
         if output_file and not out.closed:  # after an error: it is the one to report
             with contextlib.suppress(OSError):
                 out.close()
+
+
+def check_languages_named(lines: list[str], tag: str, languages: list[str],
+                          where: Path | str) -> None:
+    """Each line of the input, for a model of several target languages, opens with the tag
+    of one, or --tgt-lang names one for it: else a one-line error naming the line."""
+    for number, line in enumerate(lines, 1):
+        try:
+            source_line(line, tag, languages)
+        except UserError as e:
+            raise UserError(f"{where}:{number}: {e}") from None
 
 
 class PrefixFile:
@@ -317,7 +333,7 @@ def score(
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value, tgt_lang=tgt_lang)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
-    translator.language_tag(settings)  # before -o is opened
+    translator.language_tag(settings, required=True)  # before -o is opened
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
                         settings.precision, translator.warn, settings.tgt_lang)
     with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
