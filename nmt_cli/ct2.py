@@ -135,7 +135,8 @@ class CTranslate2Translator(Engine):
                 inter_threads=threads or torch.get_num_threads(), intra_threads=1)
         except (ValueError, RuntimeError) as e:
             raise UserError(f"{path}: cannot load the CTranslate2 model ({e})") from None
-        return cls(translator, Tokenizer.load(path), max_positions, run_dir, languages)
+        tokenizer = Tokenizer.load(path)  # whose tags name the languages an export does not
+        return cls(translator, tokenizer, max_positions, run_dir, languages or tokenizer.languages)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
@@ -149,7 +150,7 @@ class CTranslate2Translator(Engine):
             raise UserError("--attention: the ctranslate2 engine gives no attention weights; "
                             "use --engine torch")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
-                                self.language_tag(config))
+                                self.language_tag(config), self.target_languages)
         found = self.search(src_ids, config, encode_prefixes(
             self.tokenizer, prefixes, lines, self.max_positions, self.warn))
         return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]

@@ -17,6 +17,7 @@ from .config import DecodeConfig
 from .data import corpus_dir, find_split_file, read_lines, read_parallel
 from .errors import UserError
 from .files import atomic_write_text
+from .languages import checked_sources
 from .translate import load_engine
 
 SCORERS = {
@@ -75,10 +76,11 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     decode = decode or DecodeConfig()
     translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision,
                              ensemble)
-    translator.language_tag(decode, required=True)  # the test split's language, checked first
+    tag = translator.language_tag(decode, required=True)  # the test split's, checked first
     if src is None or ref is None:
         src, ref = test_files_of_run(translator.run_dir, decode.tgt_lang)
     text = read_parallel(src, ref)
+    list(checked_sources(text.src, tag, translator.target_languages, f"{src}:", strict=True))
     hypotheses = translator.translate(text.src, decode)
     name = " + ".join(map(str, [run_dir, *(ensemble or [])]))
     return Evaluation(f"{name} on {src}", str(ref), len(text.tgt),

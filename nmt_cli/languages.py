@@ -11,6 +11,7 @@ token (tokenizer.py); a run with one target language has no tags.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .errors import UserError
@@ -48,16 +49,21 @@ def tag_line(line: str, tag: str) -> str:
     return f"{tag} {line}" if tag and line.strip() else line
 
 
-def source_line(line: str, tag: str, languages: list[str], option: str = "--tgt-lang") -> str:
+def source_line(line: str, tag: str, languages: list[str], option: str = "--tgt-lang",
+                strict: bool = False) -> str:
     """A line to translate as a model into `languages` reads it: opened by its own tag if it
-    has one of the model's, else by `tag` (that of --tgt-lang). A model of several
-    languages refuses a line with neither, or with a tag it lacks; a model of one (no
-    tags) reads every line as it is."""
+    has one of the model's (a tag alone: a blank line), else by `tag` (that of --tgt-lang,
+    given as `option`). A model of several languages refuses a line with neither, or with a
+    tag it lacks, and with `strict` (eval, score: the language is the one named) a tag
+    other than `tag`; a model of one (no tags) reads every line as it is."""
     if len(languages) < 2 or not line.strip():
         return tag_line(line, tag)
-    head = line.partition(" ")[0]
-    if head in [language_tag(language) for language in languages]:
-        return line
+    head, *rest = line.split(maxsplit=1)
+    if head in {language_tag(language) for language in languages}:
+        if strict and head != tag:
+            raise UserError(f"{head}: the line asks for another language than {option} "
+                            f"{tag[2:-1]!r}")
+        return f"{head} {rest[0]}" if rest else ""
     named = ", ".join(languages)
     if TAG.fullmatch(head):
         raise UserError(f"{head}: this model translates into {named}; open the line with the "
@@ -67,6 +73,19 @@ def source_line(line: str, tag: str, languages: list[str], option: str = "--tgt-
                         f"{named}; give {option}, or open each line with the tag of its "
                         f"language ({language_tag(languages[0])} ...)")
     return tag_line(line, tag)
+
+
+def checked_sources(lines: Iterable[str], tag: str, languages: list[str], at: str,
+                    option: str = "--tgt-lang", strict: bool = False,
+                    first: int = 1) -> Iterator[str]:
+    """The lines, each checked by source_line as it is read; a one-line error names the
+    first that fails by `at` and its number, counted from `first` ("news.en:12: ...")."""
+    for number, line in enumerate(lines, first):
+        try:
+            source_line(line, tag, languages, option, strict)
+        except UserError as e:
+            raise UserError(f"{at}{number}: {e}") from None
+        yield line
 
 
 def interleaved(groups: dict[str, list[int]], count: int) -> list[int]:

@@ -23,7 +23,7 @@ from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
 from .ensemble import Ensemble, mean_distribution
-from .languages import chosen_tag, target_languages
+from .languages import checked_sources, chosen_tag, target_languages
 from .loss import rows_per_slice
 from .prepared import read_pairs
 from .search import forbid_special_tokens
@@ -56,8 +56,10 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
     translation cuts it; a target too long for them cannot be scored (no tokens, a
     log-probability of NaN)."""
     model, tokenizer = run.model.eval(), run.tokenizer
-    tag = chosen_tag(target_languages(run.config.data.tgt_lang), tgt_lang, "tgt_lang")
-    src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn, tag)
+    languages = target_languages(run.config.data.tgt_lang)
+    tag = chosen_tag(languages, tgt_lang, "tgt_lang")
+    list(checked_sources(src_lines, tag, languages, "source line ", "tgt_lang", strict=True))
+    src_ids = encode_source(tokenizer, src_lines, model.max_positions, warn, tag, languages)
     tgt_ids = [ids if line.strip() else [] for line, ids in
                zip(tgt_lines, tokenizer.encode_tgt(tgt_lines))]
     fits = [i for i, ids in enumerate(tgt_ids) if len(ids) < model.max_positions]
@@ -82,10 +84,15 @@ def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
     """(source, target, score) for each line pair of two files, read a chunk at a time, so
     that memory does not grow with their length."""
     pairs = read_pairs(src_path, tgt_path)
+    languages = target_languages(run.config.data.tgt_lang)
+    tag = chosen_tag(languages, tgt_lang)
+    read = 0
     while chunk := list(itertools.islice(pairs, chunk_size)):
         src, tgt = [s for s, _ in chunk], [t for _, t in chunk]
+        list(checked_sources(src, tag, languages, f"{src_path}:", strict=True, first=read + 1))
         yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn,
                                              tgt_lang))
+        read += len(chunk)
 
 
 @torch.inference_mode()

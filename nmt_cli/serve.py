@@ -58,8 +58,7 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     thread = decoding_thread()
     engine = thread.submit(load_engine, settings.engine, run_dir, decode.device, quantize,
                            decode.precision, ensemble).result()
-    if decode.tgt_lang:  # without it, each request to a model of several languages names one
-        engine.language_tag(decode)
+    engine.language_tag(decode)  # a wrong --tgt-lang (without one, each line names its own)
     info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [],
                     engine.target_languages)
     app = create_app(engine, info, settings, decode, thread)

@@ -19,7 +19,7 @@ from typing import Any
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .errors import UserError
-from .languages import chosen_tag, source_line
+from .languages import checked_sources, chosen_tag
 from .translate import Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix")
@@ -104,11 +104,10 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         tag = chosen_tag(languages or [], tgt_lang, '"tgt_lang"', required=False)
     except UserError as e:
         raise ApiError(422, str(e)) from None
-    for number, line in enumerate(lines, 1):  # each line may open with a language tag
-        try:
-            source_line(line, tag, languages or [], '"tgt_lang"')
-        except UserError as e:
-            raise ApiError(422, f"line {number}: {e}") from None
+    try:  # each line may open with a language tag of its own
+        list(checked_sources(lines, tag, languages or [], "line ", '"tgt_lang"'))
+    except UserError as e:
+        raise ApiError(422, str(e)) from None
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
                  prefixes)
 

@@ -193,10 +193,10 @@ class Translator(Engine):
         return self.generators[key]
 
     def encode(self, lines: list[str], config: DecodeConfig) -> list[list[int]]:
-        """Source ids per line (blank lines give none), opened by the tag of config.tgt_lang
-        and cut to what the model can position."""
+        """Source ids per line (blank lines give none), opened by their own language tag or
+        that of config.tgt_lang, and cut to what the model can position."""
         return encode_source(self.run.tokenizer, lines, self.run.model.max_positions, self.warn,
-                             self.language_tag(config))
+                             self.language_tag(config), self.target_languages)
 
     def translations(self, src_ids: list[int], hypotheses: list[Hypothesis],
                      weights: list[torch.Tensor] | None) -> list[Translation]:
@@ -204,13 +204,14 @@ class Translator(Engine):
 
 
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
-                  warn: Callable[[str], None], tag: str = "") -> list[list[int]]:
-    """Source ids per line (blank lines give none), opened by a language tag (its own, or
-    `tag`: languages.source_line), cut to `max_positions` - 1 tokens: room for the <eos>
-    every source ends with."""
-    tagged = [source_line(line, tag, tokenizer.languages) for line in lines]
+                  warn: Callable[[str], None], tag: str = "",
+                  languages: list[str] | None = None) -> list[list[int]]:
+    """Source ids per line (blank lines give none), opened by a language tag for a model
+    into `languages` (its own, or `tag`: languages.source_line), cut to `max_positions` - 1
+    tokens: room for the <eos> every source ends with."""
+    tagged = [source_line(line, tag, languages or []) for line in lines]
     src_ids = [ids if line.strip() else []
-               for line, ids in zip(lines, tokenizer.encode_src(tagged))]
+               for line, ids in zip(tagged, tokenizer.encode_src(tagged))]
     longest = max_positions - 1
     for ids in src_ids:
         if len(ids) > longest:

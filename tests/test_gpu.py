@@ -75,6 +75,9 @@ def test_gru_trains_and_decodes_under_autocast(small_corpus, tmp_path, attention
     for beam in (1, 3):
         out = translator.translate(["A man is riding a bike.", ""], DecodeConfig(beam=beam))
         assert len(out) == 2 and out[1] == ""
+        forced = translator.translate(["A man is riding a bike.", "A dog."],  # target prefixes
+                                      DecodeConfig(beam=beam), prefixes=["Ein Mann", ""])
+        assert forced[0].startswith("Ein Mann") and len(forced) == 2
 
 
 def test_transformer_validates_saves_and_resumes(small_corpus, tmp_path):

@@ -17,6 +17,7 @@ from test_cli import invoke, one_line_error
 from nmt_cli.config import DecodeConfig, TokenizerConfig, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split, uneven
 from nmt_cli.errors import UserError
+from nmt_cli.languages import checked_sources, source_line
 from nmt_cli.prepared import open_prepared, prepare
 from nmt_cli.service import ApiError, ServeConfig, parse_query
 from nmt_cli.tokenizer import Tokenizer
@@ -240,6 +241,48 @@ def test_each_line_may_open_with_the_tag_of_its_own_language(toy_run, tmp_path):
         assert (tmp_path / "out.txt").read_text() == "kept\n"
 
 
+def test_how_a_line_names_its_language():
+    both = ["copy", "rev"]
+    assert source_line("<2de> Hallo", "", ["de"]) == "<2de> Hallo"  # one language: text
+    assert source_line(" <2rev>\ta b ", "<2copy>", both) == "<2rev> a b "  # its own, tidied
+    assert source_line("a b", "<2copy>", both) == "<2copy> a b"
+    assert source_line("<2rev>", "<2copy>", both) == ""  # a tag alone: a blank line
+    assert source_line("  ", "", both) == "  "
+    for line, tag, strict, message in (
+            ("a b", "", False, "'a b' names no target language"),
+            ("<2de> a b", "<2copy>", False, "<2de>: this model translates into copy, rev"),
+            ("<2rev> a b", "<2copy>", True, "<2rev>: the line asks for another language than "
+                                            "--tgt-lang 'copy'")):
+        with pytest.raises(UserError, match=message):
+            source_line(line, tag, both, strict=strict)
+    checked = checked_sources(["<2rev> a", "b", "c"], "", both, "in.src:", first=10)
+    assert next(checked) == "<2rev> a"
+    with pytest.raises(UserError, match="^in.src:11: 'b' names no target language"):
+        next(checked)
+
+
+def test_lines_that_name_their_language_from_stdin_eval_score_and_python(toy_run, tmp_path):
+    """stdin is checked as it is read; eval and score translate into the language named, so
+    a line asking for another is refused; in Python a line's own tag wins."""
+    test = toy_split(100, seed=2)
+    one_line_error(invoke("translate", "--run", str(toy_run), input=b"<2rev> a b\nc d\n"),
+                   "stdin:2: 'c d' names no target language")
+    result = invoke("translate", "--run", str(toy_run), "--beam", "2",
+                    input=f"<2rev> {test['src'][0]}\n".encode())
+    assert result.exit_code == 0 and result.stdout == test["rev"][0] + "\n"
+    src, ref = tmp_path / "in.src", tmp_path / "in.copy"
+    src.write_text(f"{test['src'][0]}\n<2rev> {test['src'][1]}\n")
+    ref.write_text("".join(f"{line}\n" for line in test["copy"][:2]))
+    for command in (["eval", "--src", str(src), "--ref", str(ref)],
+                    ["score", "--src", str(src), "--tgt", str(ref)]):
+        one_line_error(invoke(*command, "--run", str(toy_run), "--tgt-lang", "copy"),
+                       f"{src}:2: <2rev>: the line asks for another language than --tgt-lang "
+                       "'copy'")
+    translator = Translator.from_run(toy_run, "cpu")
+    assert translator.translate([f"<2rev> {test['src'][0]}"], DecodeConfig(
+        beam=2, tgt_lang="copy")) == [test["rev"][0]]
+
+
 def test_a_run_with_one_language_takes_its_own_name_only(small_corpus, tmp_path):
     run = tmp_path / "run"
     assert invoke("train", "--data", str(small_corpus), "--run", str(run), "--max-steps", "2",
@@ -381,6 +424,8 @@ def test_an_export_made_before_it_recorded_its_languages_takes_its_runs(toy_run,
         meta["run"] = str(run)
         (export / "nmt-export.json").write_text(json.dumps(meta))
         assert read_export(export)[2] == []
+        # but the tokenizer's tags name them
+        assert CTranslate2Translator.from_dir(export, "cpu").target_languages == ["copy", "rev"]
 
 
 def test_the_length_ratio_filter_does_not_count_the_tag(two_targets, tmp_path):

@@ -28,7 +28,7 @@ from ..evaluate import (
     length_basis,
     save_translations,
 )
-from ..languages import source_line
+from ..languages import checked_sources
 from ..pictures import check_picture_path
 from ..scoring import score_files
 from ..search import check_nbest
@@ -105,11 +105,13 @@ def translate(
         lines = iter(read_lines(input_file))
     else:
         lines = decode_lines(sys.stdin.buffer, "stdin")
+    # each line names its target language, or --tgt-lang does: checked as it is read
+    lines = checked_sources(lines, tag, translator.target_languages,
+                            f"{input_file or ('TEXT' if text is not None else 'stdin')}:")
     if not from_stdin:
         listed = list(lines)
         if isinstance(prefixes, PrefixFile):
             prefixes.check_count(listed)
-        check_languages_named(listed, tag, translator.target_languages, input_file or "TEXT")
         lines = iter(listed)
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
@@ -131,17 +133,6 @@ def translate(
         if output_file and not out.closed:  # after an error: it is the one to report
             with contextlib.suppress(OSError):
                 out.close()
-
-
-def check_languages_named(lines: list[str], tag: str, languages: list[str],
-                          where: Path | str) -> None:
-    """Each line of the input, for a model of several target languages, opens with the tag
-    of one, or --tgt-lang names one for it: else a one-line error naming the line."""
-    for number, line in enumerate(lines, 1):
-        try:
-            source_line(line, tag, languages)
-        except UserError as e:
-            raise UserError(f"{where}:{number}: {e}") from None
 
 
 class PrefixFile:
