@@ -130,6 +130,22 @@ def new_parser(module: str, doc: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
 
 
+def report_table(compute, json_path: Path | None, markdown) -> None:
+    """Run `compute()` on the benchmark's threads (nmt's one-line errors, such as a directory
+    that is not a run, end the command with them), write what it gives to `json_path` if
+    asked, and print it as `markdown` renders it."""
+    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+    from nmt_cli.errors import UserError
+
+    try:
+        result = compute()
+    except UserError as e:
+        sys.exit(f"error: {e}")
+    if json_path:
+        write_json(json_path, result)
+    print("\n" + markdown(result))
+
+
 def add_data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, metavar="DIR",
                         help="the Multi30k folder (default: data/multi30k, fetched on first use; "

@@ -12,14 +12,12 @@ report, they never choose.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
 from statistics import mean
 
-from .common import THREADS, new_parser
+from .common import new_parser, report_table
 
 
 def val_bleu(runs: list[Path], settings: list[tuple[int, float]]) -> dict[str, dict[str, float]]:
@@ -80,16 +78,8 @@ def main() -> None:
     parser.add_argument("--beams", nargs="+", type=int, default=[5])
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-    from nmt_cli.errors import UserError
-
-    try:  # not a run directory, or its corpus has moved: one line, not a traceback
-        table = val_bleu(args.runs, [(b, a) for b in args.beams for a in args.alphas])
-    except UserError as e:
-        sys.exit(f"error: {e}")
-    if args.json:
-        args.json.write_text(json.dumps(table, indent=2) + "\n")
-    print("\n" + markdown(table))
+    report_table(lambda: val_bleu(args.runs, [(b, a) for b in args.beams for a in args.alphas]),
+                 args.json, markdown)
 
 
 if __name__ == "__main__":

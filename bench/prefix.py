@@ -16,13 +16,11 @@ at spaces.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from .common import THREADS, new_parser
+from .common import new_parser, report_table
 
 
 def next_word_accuracy(run: Path, split: str, words: int, beam: int) -> list[dict]:
@@ -104,16 +102,8 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-    from nmt_cli.errors import UserError
-
-    try:  # not a run directory, a split it lacks: one line, not a traceback
-        rows = next_word_accuracy(args.run, args.split, args.words, args.beam)
-    except UserError as e:
-        sys.exit(f"error: {e}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    print("\n" + markdown(rows))
+    report_table(lambda: next_word_accuracy(args.run, args.split, args.words, args.beam),
+                 args.json, markdown)
 
 
 if __name__ == "__main__":
