@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -59,11 +60,17 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
             character_coverage=config.character_coverage,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=SOS_ID, eos_id=EOS_ID,
             pad_piece="<pad>", unk_piece="<unk>", bos_piece="<sos>", eos_piece="<eos>",
-            user_defined_symbols=list(tags),
+            user_defined_symbols=list(tags), byte_fallback=config.byte_fallback,
             hard_vocab_limit=False, input_sentence_size=2_000_000, shuffle_input_sentence=True,
             num_threads=os.cpu_count() or 1, minloglevel=2,
         )
     except RuntimeError as e:
+        if needed := re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e)):
+            what = "its characters" + (", 256 bytes (byte_fallback)" if config.byte_fallback
+                                       else "")
+            raise UserError(f"tokenizer.vocab_size {config.vocab_size} is too small for this "
+                            f"corpus: {what} and the special pieces need at least "
+                            f"{needed.group(1)}") from None
         raise UserError(f"SentencePiece training failed (tokenizer.vocab_size "
                         f"{config.vocab_size} too large for this corpus?): {e}") from None
     return model.getvalue()

@@ -3,6 +3,7 @@
 import pytest
 
 from nmt_cli.config import TokenizerConfig
+from nmt_cli.errors import UserError
 from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Tokenizer
 
 from conftest import read_sample
@@ -42,3 +43,34 @@ def test_sampled_segmentations_follow_the_seed_and_spell_the_same_text(tmp_path,
     assert first[0] != tokenizer.encode_src(src[:50])  # not the best segmentation
     assert tokenizer.src.decode(first[0]) == src[:50]
     assert tokenizer.decode_tgt(first[1]) == tokenizer.decode_tgt(other[1]) == tgt[:50]
+
+
+UNSEEN = "Ein Käse für 寿司-Fans 😀."  # characters the sample's training text lacks
+
+
+@pytest.mark.parametrize("config", [TokenizerConfig(vocab_size=600, byte_fallback=True),
+                                    TokenizerConfig(vocab_size=500, byte_fallback=True,
+                                                    model_type="bpe", joint=False)],
+                         ids=["joint-unigram", "separate-bpe"])
+def test_byte_fallback_spells_unseen_characters_in_bytes(tmp_path, config):
+    src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
+    assert not any(c in "".join(src + tgt) for c in "寿司😀")
+    tokenizer = Tokenizer.train(src, tgt, config, tmp_path, tags=["<2de>", "<2fr>"])
+    assert tokenizer.tags == {"<2de>": 4, "<2fr>": 5}  # still right after the special pieces
+    ids = tokenizer.encode_tgt([UNSEEN])[0]
+    assert UNK_ID not in ids and tokenizer.decode_tgt([ids]) == [UNSEEN]
+    assert "<0xF0>" in tokenizer.tgt.id_to_piece(ids)  # the emoji's first byte
+    assert UNK_ID not in tokenizer.encode_src([f"<2fr> {UNSEEN}"])[0]
+    broken = [tokenizer.tgt.piece_to_id("<0xE5>")]  # a translation cut inside a character
+    assert tokenizer.decode_tgt([broken]) == ["\ufffd"]
+    (tmp_path / "plain").mkdir()
+    plain = Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=400), tmp_path / "plain")
+    assert UNK_ID in plain.encode_tgt([UNSEEN])[0]  # without it: <unk>, shown as ⁇
+
+
+def test_a_vocabulary_too_small_for_the_corpus_says_how_large_it_must_be(tmp_path):
+    src, tgt = read_sample("train", "en", 500), read_sample("train", "de", 500)
+    with pytest.raises(UserError, match=r"tokenizer.vocab_size 200 is too small for this corpus: "
+                       r"its characters, 256 bytes \(byte_fallback\) and the special pieces "
+                       r"need at least \d+$"):
+        Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=200, byte_fallback=True), tmp_path)
