@@ -54,9 +54,9 @@ class TokenizerConfig:
     model_type: str = "unigram"  # unigram | bpe
     joint: bool = True  # one SentencePiece model for source and target
     character_coverage: float = 1.0
-    # A character the vocabulary lacks is spelt in its UTF-8 bytes, 256 pieces of their own,
-    # instead of <unk>: rare characters of a name or an emoji can be read and copied, and a
-    # translation never shows the "⁇" of an unknown piece. The vocabulary holds the 256 bytes
+    # A character the vocabulary lacks is spelt in its UTF-8 bytes, 256 of the vocabulary's
+    # pieces, instead of <unk>. With character_coverage below 1 the rarest characters of the
+    # training text are spelt so too, and the model learns the byte pieces from them
     byte_fallback: bool = False
     # Subword regularization (Kudo, 2018): each epoch segments the training text anew, drawing
     # each sentence's pieces at random (unigram: among the `sampling_nbest` best segmentations,

@@ -52,7 +52,7 @@ TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most
 CHUNK = 100_000  # sentence pairs encoded at a time
 # the tokenizer settings that made the prepared corpus's tokenizer, which prepared.json records
 # (subword sampling is the training run's own, and needs the text)
-TOKENIZER_MADE_WITH = ("vocab_size", "model_type", "joint", "character_coverage")
+TOKENIZER_MADE_WITH = ("vocab_size", "model_type", "joint", "character_coverage", "byte_fallback")
 
 
 def is_prepared(data_dir: Path) -> bool:

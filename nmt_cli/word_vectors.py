@@ -108,12 +108,15 @@ class Neighbour:
     similarity: float  # cosine
 
 
-def nearest(matrix: torch.Tensor, labels: list[str], query: int, k: int) -> list[Neighbour]:
-    """The k rows most similar to row `query` by cosine similarity (itself left out)."""
+def nearest(matrix: torch.Tensor, labels: list[str], query: int, k: int,
+            skip: list[int] | None = None) -> list[Neighbour]:
+    """The k rows most similar to row `query` by cosine similarity (itself, and the rows of
+    `skip`, left out)."""
     unit = torch.nn.functional.normalize(matrix.float(), dim=1)
     similarity = unit @ unit[query]  # (rows,)
-    similarity[query] = -2.0
-    top = similarity.topk(min(k, len(labels) - 1))
+    left_out = [query, *(skip or [])]
+    similarity[left_out] = -2.0
+    top = similarity.topk(min(k, len(labels) - len(set(left_out))))
     return [Neighbour(labels[i], float(s)) for s, i in zip(top.values, top.indices)]
 
 
@@ -130,7 +133,9 @@ def run_neighbours(model: Seq2Seq, tokenizer: Tokenizer, word: str, k: int,
         if not encoded:
             raise UserError(f"--neighbors {word!r}: nothing to look up")
         query = encoded[0]
-    return pieces[query], nearest(embedding.weight.detach(), pieces, query, k)
+    no_words = [i for i in range(len(pieces))  # <pad>, <sos>, ... and the bytes of byte_fallback
+                if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)]
+    return pieces[query], nearest(embedding.weight.detach(), pieces, query, k, no_words)
 
 
 def file_neighbours(path: Path, word: str, k: int) -> list[Neighbour]:

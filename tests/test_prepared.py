@@ -88,7 +88,8 @@ def test_only_the_settings_that_made_the_tokenizer_are_taken(corpus, prepared, t
     out = tmp_path / "prepared"
     prepare(corpus, out, "en", "de", sampling.tokenizer, 30)  # sampling belongs to the run
     info = json.loads((out / "prepared.json").read_text())
-    assert set(info["tokenizer"]) == {"vocab_size", "model_type", "joint", "character_coverage"}
+    assert set(info["tokenizer"]) == {"vocab_size", "model_type", "joint", "character_coverage",
+                                      "byte_fallback"}
     config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(out)})
     trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
     assert trainer.config.tokenizer.sampling_alpha == 0.0

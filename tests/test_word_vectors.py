@@ -108,6 +108,17 @@ def test_neighbours_in_a_trained_run(small_corpus, tmp_path):
     assert all(-1.0 <= n["similarity"] <= 1.0 for n in report["neighbours"])
 
 
+def test_neighbours_are_pieces_of_text_never_special_or_byte_pieces(small_corpus, tmp_path):
+    run_dir, _ = train(small_corpus, tmp_path, "run", "tokenizer.byte_fallback=true",
+                       "tokenizer.vocab_size=600")
+    result = CliRunner().invoke(app, ["embeddings", str(run_dir), "--neighbors", "the",
+                                      "-k", "5000", "--json"])
+    assert result.exit_code == 0, result.output
+    pieces = [n["label"] for n in json.loads(result.stdout)["neighbours"]]
+    assert len(pieces) == 600 - 4 - 256 - 1  # all but the special pieces, bytes and "▁the"
+    assert not any(p.startswith("<") and p.endswith(">") for p in pieces)
+
+
 def test_the_bottleneck_model_trains_and_decodes_through_the_same_search(small_corpus,
                                                                         tmp_path):
     run_dir, events = train(small_corpus, tmp_path, "none", "model.attention=none")
