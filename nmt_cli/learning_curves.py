@@ -1,8 +1,8 @@
 """Learning curves: the series of a run's metrics.jsonl, as plain numbers.
 
 Training appends one record per step (kind "step": step, loss, lr, tokens_per_s, elapsed in
-seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu, and
-val_bleu_LANG for each of several target languages). A
+seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu,
+val_chrf, and val_bleu_LANG, val_chrf_LANG for each of several target languages). A
 validation happens at the end of a step, so its time is that step's elapsed time.
 """
 
@@ -17,6 +17,7 @@ from .checkpoint import METRICS_FILE, metrics_records
 from .errors import UserError
 
 LANGUAGE_BLEU = "val_bleu_"  # then a target language: validation.validate
+LANGUAGE_CHRF = "val_chrf_"
 
 
 @dataclass
@@ -33,6 +34,8 @@ class LearningCurve:
     val_bleu: list[float]
     # a run of several target languages: the validation BLEU of each (val_bleu_LANG)
     val_bleu_by_language: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    val_chrf: list[float | None] = dataclasses.field(default_factory=list)  # None: not logged
+    val_chrf_by_language: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -77,6 +80,9 @@ def series(run: str, steps: list[dict], validations: list[dict]) -> LearningCurv
         [r["step"] for r in validations], [minutes_at(r["step"]) for r in validations],
         [r["val_loss"] for r in validations], [r["val_bleu"] for r in validations],
         {language: [r[LANGUAGE_BLEU + language] for r in validations]
+         for language in languages},
+        [r.get("val_chrf") for r in validations],  # runs of older versions logged no chrF
+        {language: [r.get(LANGUAGE_CHRF + language) for r in validations]
          for language in languages})
 
 

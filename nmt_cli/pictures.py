@@ -137,35 +137,38 @@ def draw_heatmap(ax, panel: dict, maps: dict, cell: float, labels: tuple[bool, b
 
 CURVES_SIZE = (13.0, 7.5)  # inches: six panels, 2 x 3
 CURVE_PANELS = (  # (y label, training series, validation series, against minutes), each panel
-    ("loss", "loss", "val_loss", False), ("BLEU", None, "val_bleu", False),
+    ("loss", "loss", "val_loss", False), ("METRIC", None, "val_METRIC", False),
     ("learning rate", "lr", None, False), ("loss", "loss", "val_loss", True),
-    ("BLEU", None, "val_bleu", True), ("tokens/s", "tokens_per_s", None, False),
-)
+    ("METRIC", None, "val_METRIC", True), ("tokens/s", "tokens_per_s", None, False),
+)  # METRIC: the validation score drawn (draw_curves)
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF"}
 
 
 LANGUAGE_MARKERS = "s^vDP*Xph<>"  # the validation BLEU of each target language
 
 
-def draw_curves(runs: list[dict], path: Path | str) -> Path:
+def draw_curves(runs: list[dict], path: Path | str, metric: str = "bleu") -> Path:
     """Learning curves of one or more runs (LearningCurve.to_json() each), overlaid: a colour
-    per run; training solid, validation dashed with markers."""
+    per run; training solid, validation dashed with markers; the validation score drawn is
+    `metric` (bleu or chrf)."""
     path = check_picture_path(path)
     figure = new_figure(*CURVES_SIZE)
     from matplotlib.ticker import MaxNLocator
 
     axes = list(figure.subplots(2, 3, squeeze=False).flat)
     for ax, (label, train_key, val_key, by_time) in zip(axes, CURVE_PANELS):
+        val_key = val_key and val_key.replace("METRIC", metric)
         for color, run in enumerate(runs):
             draw_series(ax, run, train_key, val_key, by_time, f"C{color % 10}")
         ax.set_xlabel("training time (minutes)" if by_time else "step")
         if not by_time:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(label)
+        ax.set_ylabel(label.replace("METRIC", METRIC_NAMES[metric]))
         ax.grid(alpha=0.3)
     axes[0].plot([], [], color="gray", label="training")
     axes[0].plot([], [], color="gray", linestyle="--", marker="o", label="validation")
     axes[0].legend(fontsize=8, handlelength=3)
-    if any(run.get("val_bleu_by_language") for run in runs):
+    if any(run.get(f"val_{metric}_by_language") for run in runs):
         axes[1].legend(fontsize=8, handlelength=3)  # the languages' markers
     handles = [axes[2].lines[i] for i in range(len(runs))]
     figure.legend(handles, [run["run"] for run in runs], loc="outside upper center",
@@ -180,12 +183,17 @@ def draw_series(ax, run: dict, train_key: str | None, val_key: str | None, by_ti
         ax.plot(x, run[train_key], color=color, linewidth=1.0, alpha=0.85)
     if val_key and run["val_steps"]:
         x = run["val_minutes"] if by_time else run["val_steps"]
-        ax.plot(x, run[val_key], color=color, linestyle="--", marker="o", markersize=3)
-        if val_key == "val_bleu":  # and each of several target languages, dotted
-            for marker, (language, bleu) in zip(LANGUAGE_MARKERS,
-                                                run.get("val_bleu_by_language", {}).items()):
-                ax.plot(x, bleu, color=color, linestyle=":", marker=marker, markersize=4,
-                        label=f"{language} (validation)")
+        ax.plot(x, gaps(run[val_key]), color=color, linestyle="--", marker="o", markersize=3)
+        # and each of several target languages, dotted
+        for marker, (language, scores) in zip(LANGUAGE_MARKERS,
+                                              run.get(f"{val_key}_by_language", {}).items()):
+            ax.plot(x, gaps(scores), color=color, linestyle=":", marker=marker, markersize=4,
+                    label=f"{language} (validation)")
+
+
+def gaps(values: list[float | None]) -> list[float]:
+    """A series with its missing values (None: not logged) as gaps in the line."""
+    return [math.nan if value is None else value for value in values]
 
 
 # BLEU by sentence length -------------------------------------------------------------------

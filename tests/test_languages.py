@@ -449,6 +449,11 @@ def test_learning_curves_draw_each_languages_bleu(toy_run, tmp_path):
                if '"validate"' in line]
     assert curve["val_bleu_by_language"] == {
         language: [r[f"val_bleu_{language}"] for r in records] for language in ("copy", "rev")}
+    assert curve["val_chrf_by_language"] == {
+        language: [r[f"val_chrf_{language}"] for r in records] for language in ("copy", "rev")}
     drawn = draw_curves([curve], tmp_path / "each.png")
     plain = draw_curves([{**curve, "val_bleu_by_language": {}}], tmp_path / "plain.png")
     assert (read_png(drawn) != read_png(plain)).any()
+    chrf = draw_curves([curve], tmp_path / "chrf.png", "chrf")
+    plain = draw_curves([{**curve, "val_chrf_by_language": {}}], tmp_path / "plain.png", "chrf")
+    assert (read_png(chrf) != read_png(plain)).any()

@@ -203,6 +203,7 @@ def test_learning_curves_follow_metrics_jsonl(runs):
     assert curve.loss == [steps[s]["loss"] for s in curve.steps]
     assert curve.val_minutes == [steps[s]["elapsed"] / 60 for s in (2, 4)]
     assert curve.val_bleu == [r["val_bleu"] for r in records if r["kind"] == "validate"]
+    assert curve.val_chrf == [r["val_chrf"] for r in records if r["kind"] == "validate"]
 
 
 # The files ---------------------------------------------------------------------------------
@@ -267,6 +268,13 @@ def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
     assert_real_picture(tmp_path / "curves.png", *pictures.CURVES_SIZE)
     printed = json.loads(invoke("plot", *names, "--json").stdout)
     assert printed == {"runs": [curve.to_json() for curve in learning_curves(names)]}
+    result = invoke("plot", *names, "--metric", "chrf", "-o", str(tmp_path / "chrf.png"))
+    assert result.exit_code == 0, result.output
+    assert_real_picture(tmp_path / "chrf.png", *pictures.CURVES_SIZE)
+    assert (read_png(tmp_path / "chrf.png") != read_png(tmp_path / "curves.png")).any()
+    older = {**printed["runs"][0], "val_chrf": [None] * len(printed["runs"][0]["val_steps"])}
+    pictures.draw_curves([older], tmp_path / "older.png", "chrf")  # logged no chrF: a gap
+    assert_real_picture(tmp_path / "older.png", *pictures.CURVES_SIZE)
 
 
 def test_bleu_by_length_bars(tmp_path):

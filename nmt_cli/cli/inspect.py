@@ -17,12 +17,14 @@ from ..checkpoint import latest_run
 from ..config import DecodeConfig
 from ..data import check_utf8
 from ..learning_curves import learning_curves
-from ..pictures import check_picture_path, draw_attention, draw_curves
+from ..pictures import METRIC_NAMES, check_picture_path, draw_attention, draw_curves
 from ..translate import Translator
 from .common import RunOption, app, choices, user_errors, with_decode_options
 
 AttentionKind = choices("AttentionKind", ATTENTION_KINDS)
 CROSS = AttentionKind("cross")
+PlotMetric = choices("PlotMetric", tuple(METRIC_NAMES))
+PLOT_BLEU = PlotMetric("bleu")
 
 JsonOption = Annotated[bool, typer.Option(
     "--json", help="Print the numbers as one JSON object instead of drawing.")]
@@ -68,12 +70,14 @@ def plot(
     output: Annotated[Path, typer.Option(
         "--output", "-o", help="Picture to write: .png or .svg.")] = Path("curves.png"),
     as_json: JsonOption = False,
+    metric: Annotated[PlotMetric, typer.Option(
+        help="The validation score drawn: bleu or chrf.")] = PLOT_BLEU,
 ):
-    """Draw learning curves: loss, BLEU, learning rate and tokens/s of one or more runs."""
+    """Draw learning curves: loss, BLEU or chrF, learning rate and tokens/s of one or more runs."""
     if not as_json:
         check_picture_path(output)
     curves = [curve.to_json() for curve in learning_curves(runs)]
     if as_json:
         print(json.dumps({"runs": curves}))
     else:
-        print(draw_curves(curves, output))
+        print(draw_curves(curves, output, metric.value))
