@@ -165,8 +165,8 @@ class CTranslate2Translator(Engine):
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
         rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         prefixes = prefixes or []
-        limits = {i: max(output_limit(len(src_ids[i]), config, self.max_positions),
-                         len(prefixes[i]) if prefixes else 0) for i in rows}
+        limits = {i: output_limit(len(src_ids[i]), config, self.max_positions,
+                                  len(prefixes[i]) if prefixes else 0) for i in rows}
         again: dict[int, list[int]] = {}
         batches = [rows[start : start + config.batch_size]
                    for start in range(0, len(rows), config.batch_size)]

@@ -31,11 +31,13 @@ def length_limit(src_length: int, a: float, b: int) -> int:
     return max(int(np.float32(a) * np.float32(src_length) + np.float32(b)), 1)
 
 
-def output_limit(src_length: int, config: DecodeConfig, max_positions: int) -> int:
-    """A sentence's output length limit: a * |src| + b, raised to min_len, cut to the
-    positions the model has. Plain Python: CTranslate2's engine needs no PyTorch kernels."""
+def output_limit(src_length: int, config: DecodeConfig, max_positions: int,
+                 prefix_length: int = 0) -> int:
+    """A sentence's output length limit: a * |src| + b, raised to min_len and to hold its
+    target prefix whole, cut to the positions the model has. Plain Python: CTranslate2's
+    engine needs no PyTorch kernels."""
     limit = length_limit(src_length, config.max_len_a, config.max_len_b)
-    return min(max(limit, config.min_len), max_positions)
+    return min(max(limit, config.min_len, prefix_length), max_positions)
 
 
 def source_lengths(src: torch.Tensor) -> list[int]:
@@ -48,9 +50,13 @@ def max_output_lengths(src: torch.Tensor, a: float, b: int) -> torch.Tensor:
     return torch.tensor([length_limit(n, a, b) for n in source_lengths(src)], device=src.device)
 
 
-def output_limits(src: torch.Tensor, config: DecodeConfig, max_positions: int) -> torch.Tensor:
-    """Each sentence's output_limit: (batch,)."""
-    return torch.tensor([output_limit(n, config, max_positions) for n in source_lengths(src)],
+def output_limits(src: torch.Tensor, config: DecodeConfig, max_positions: int,
+                  forced: torch.Tensor | None = None) -> torch.Tensor:
+    """Each sentence's output_limit (`forced`: the prefixes, prefix_tensor): (batch,)."""
+    prefix_lengths = ((forced != PAD_ID).sum(1).tolist() if forced is not None
+                      else [0] * src.size(0))
+    return torch.tensor([output_limit(n, config, max_positions, p)
+                         for n, p in zip(source_lengths(src), prefix_lengths)],
                         device=src.device)
 
 
@@ -391,9 +397,7 @@ def search_nbest(model: Seq2Seq, src: torch.Tensor, config: DecodeConfig,
     `forced`: the sentences' target prefixes (prefix_tensor), which every hypothesis opens
     with; the output limit counts them, and is raised to hold a longer one whole."""
     check_nbest(nbest, config)
-    limits = output_limits(src, config, model.max_positions)
-    if forced is not None:
-        limits = torch.maximum(limits, (forced != PAD_ID).sum(1))
+    limits = output_limits(src, config, model.max_positions, forced)
     if config.sampling:
         choose = Sampler(config, generator or new_generator(config.sampling_seed, src.device))
         rows = torch.arange(src.size(0), device=src.device).repeat_interleave(nbest)
