@@ -7,7 +7,8 @@ with the same decoding settings (until they hold `max_lines` lines), and decodes
 call on a thread of its own, while the event loop goes on reading requests. Requests that
 differ only in how many hypotheses they want share a batch: the search is the same, and each
 gets the head of its lines' n-best lists; requests with target prefixes share one with
-those without (a line without one has the prefix "").
+those without (a line without one has the prefix ""), and requests for word alignments with
+those without (whose alignments go unread).
 
 That thread is the only one in the server that runs PyTorch: the model is loaded on it too
 (`decoding_thread`). PyTorch's CPU kernels share work with threads of an OpenMP pool that
@@ -41,6 +42,7 @@ class Job:
     nbest: int
     done: asyncio.Future
     prefixes: list[str] | None = None  # a target prefix per line, or none
+    alignment: bool = False  # word alignments wanted
 
 
 class Batcher:
@@ -56,10 +58,12 @@ class Batcher:
         self.thread = thread or decoding_thread()
 
     async def translate(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
-                        prefixes: list[str] | None = None) -> list[list[Translation]]:
-        """The n-best lists of `lines` (each opening with its prefix, if any), once a batch
-        holding them is decoded."""
-        job = Job(lines, config, nbest, asyncio.get_running_loop().create_future(), prefixes)
+                        prefixes: list[str] | None = None,
+                        alignment: bool = False) -> list[list[Translation]]:
+        """The n-best lists of `lines` (each opening with its prefix, if any; with
+        `alignment`, with word alignments), once a batch holding them is decoded."""
+        job = Job(lines, config, nbest, asyncio.get_running_loop().create_future(), prefixes,
+                  alignment)
         self.waiting.append(job)
         self.received += 1
         self.arrived.set()
@@ -128,7 +132,7 @@ class Batcher:
         try:
             found = await self.decode_lines([line for job in jobs for line in job.lines],
                                             jobs[0].config, max(job.nbest for job in jobs),
-                                            prefixes)
+                                            prefixes, any(job.alignment for job in jobs))
         except Exception as e:
             if len(jobs) == 1:
                 print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
@@ -144,11 +148,12 @@ class Batcher:
             start += len(job.lines)
 
     async def decode_lines(self, lines: list[str], config: DecodeConfig, nbest: int,
-                           prefixes: list[str] | None) -> list[list[Translation]]:
+                           prefixes: list[str] | None,
+                           alignment: bool = False) -> list[list[Translation]]:
         self.batches += 1
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.thread, functools.partial(
-            self.decode, lines, config, nbest, prefixes=prefixes))
+            self.decode, lines, config, nbest, prefixes=prefixes, alignment=alignment))
 
     def close(self) -> None:
         """Let the decoding thread finish its batch, then stop it."""

@@ -24,8 +24,8 @@ detokenized by the same functions as PyTorch's engine. It searches as nmt's own 
   nothing to log P, and a beam left with fewer live hypotheses than its width (while the
   prefix is forced up to the limit) fills them with copies scored -1e10, which are dropped.
 
-Options it cannot honour (--attention, --device mps) are one-line errors. Without the `ct2`
-extra, `import_ctranslate2` says in one line how to install it.
+Options it cannot honour (--attention, --alignment, --device mps) are one-line errors.
+Without the `ct2` extra, `import_ctranslate2` says in one line how to install it.
 """
 
 from __future__ import annotations
@@ -140,20 +140,24 @@ class CTranslate2Translator(Engine):
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
-                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+                        prefixes: list[str] | None = None,
+                        alignment: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each line (at most config.beam), best first;
         with `prefixes` (one per line, "" for none), each opens with its line's prefix."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
         check_engine("ctranslate2", config)
-        if attention:
-            raise UserError("--attention: the ctranslate2 engine gives no attention weights; "
-                            "use --engine torch")
+        if attention or alignment:
+            self.check_attention("--attention" if attention else "--alignment")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
                                 self.language_tag(config), self.target_languages)
         found = self.search(src_ids, config, encode_prefixes(
             self.tokenizer, prefixes, lines, self.max_positions, self.warn))
         return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
+
+    def check_attention(self, option: str) -> None:
+        raise UserError(f"{option}: the ctranslate2 engine gives no attention weights; use "
+                        "--engine torch")
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig,
                prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:

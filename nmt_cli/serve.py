@@ -97,8 +97,14 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
                             engine.target_languages)
-        found = await batcher.translate(query.lines, query.config, query.nbest, query.prefixes)
-        return JSONResponse(translations_json(found, query.nbest))
+        if query.alignment:
+            try:
+                engine.check_attention('"alignment"')
+            except UserError as e:
+                raise ApiError(422, str(e)) from None
+        found = await batcher.translate(query.lines, query.config, query.nbest, query.prefixes,
+                                        query.alignment)
+        return JSONResponse(translations_json(found, query.nbest, query.alignment))
 
     @app.get("/health")
     async def health() -> JSONResponse:

@@ -22,7 +22,7 @@ from .errors import UserError
 from .languages import checked_sources, chosen_tag
 from .translate import Translation
 
-REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix")
+REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment")
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class Query:
     config: DecodeConfig  # the server's settings with the request's beam
     nbest: int
     prefixes: list[str] | None = None  # a target prefix per line ("" for none)
+    alignment: bool = False  # each translation's word alignment to its line (alignment.py)
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
@@ -87,7 +88,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong
     (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
     longer ones, than the limits allow. "prefix" is text every translation opens with: a
-    string for every line, or a list of one per line ("" for none)."""
+    string for every line, or a list of one per line ("" for none); "alignment": true asks
+    for each translation's word alignment."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -97,6 +99,9 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
+    alignment = request.get("alignment", False)
+    if not isinstance(alignment, bool):
+        raise ApiError(422, '"alignment" must be true or false')
     tgt_lang = request.get("tgt_lang", decode.tgt_lang)
     if not isinstance(tgt_lang, str):
         raise ApiError(422, '"tgt_lang" must be a string, e.g. "de"')
@@ -109,7 +114,7 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     except UserError as e:
         raise ApiError(422, str(e)) from None
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
-                 prefixes)
+                 prefixes, alignment)
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -175,20 +180,25 @@ def whole_number(request: dict[str, Any], name: str, default: int, most: int,
     return value
 
 
-def translations_json(found: list[list[Translation]], nbest: int) -> dict[str, Any]:
-    """The answer: each line's best translation; with nbest > 1 also its n-best list."""
+def translations_json(found: list[list[Translation]], nbest: int,
+                      alignment: bool = False) -> dict[str, Any]:
+    """The answer: each line's best translation; with nbest > 1 also its n-best list; with
+    `alignment`, each translation's word alignment as [source word, target word] pairs."""
     out = []
     for hypotheses in found:
-        line = hypothesis_json(hypotheses[0])
+        line = hypothesis_json(hypotheses[0], alignment)
         if nbest > 1:
-            line["nbest"] = [hypothesis_json(h) for h in hypotheses]
+            line["nbest"] = [hypothesis_json(h, alignment) for h in hypotheses]
         out.append(line)
     return {"translations": out}
 
 
-def hypothesis_json(hypothesis: Translation) -> dict[str, Any]:
-    return {"text": hypothesis.text, "score": finite(hypothesis.score),
-            "log_prob": finite(hypothesis.log_prob)}
+def hypothesis_json(hypothesis: Translation, alignment: bool = False) -> dict[str, Any]:
+    out = {"text": hypothesis.text, "score": finite(hypothesis.score),
+           "log_prob": finite(hypothesis.log_prob)}
+    if alignment:
+        out["alignment"] = [list(link) for link in hypothesis.alignment or []]
+    return out
 
 
 def finite(number: float) -> float | None:

@@ -5,3 +5,4 @@ starts from <sos> and a sentence ends with <eos>.
 """
 
 PAD_ID, UNK_ID, SOS_ID, EOS_ID = 0, 1, 2, 3
+PAD_PIECE, UNK_PIECE, SOS_PIECE, EOS_PIECE = "<pad>", "<unk>", "<sos>", "<eos>"

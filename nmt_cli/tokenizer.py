@@ -21,7 +21,16 @@ from .config import TokenizerConfig
 from .errors import UserError
 from .files import atomic_write_bytes
 from .languages import TAG
-from .special_tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+from .special_tokens import (
+    EOS_ID,
+    EOS_PIECE,
+    PAD_ID,
+    PAD_PIECE,
+    SOS_ID,
+    SOS_PIECE,
+    UNK_ID,
+    UNK_PIECE,
+)
 
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
 
@@ -59,7 +68,7 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
             vocab_size=config.vocab_size, model_type=config.model_type,
             character_coverage=config.character_coverage,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=SOS_ID, eos_id=EOS_ID,
-            pad_piece="<pad>", unk_piece="<unk>", bos_piece="<sos>", eos_piece="<eos>",
+            pad_piece=PAD_PIECE, unk_piece=UNK_PIECE, bos_piece=SOS_PIECE, eos_piece=EOS_PIECE,
             user_defined_symbols=list(tags), byte_fallback=config.byte_fallback,
             hard_vocab_limit=False, input_sentence_size=2_000_000, shuffle_input_sentence=True,
             num_threads=os.cpu_count() or 1, minloglevel=2,

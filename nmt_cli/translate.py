@@ -1,6 +1,7 @@
 """Translation with a trained run: `Translator.from_run(path).translate(lines)`, and n-best
-lists with scores and cross-attention: `translate_nbest(lines, config, nbest=5)`. Each line may
-come with a target prefix, text its translation must open with (`prefixes=`; search.py).
+lists with scores, cross-attention and word alignments: `translate_nbest(lines, config,
+nbest=5)`. Each line may come with a target prefix, text its translation must open with
+(`prefixes=`; search.py).
 
 `Engine` is what every decoder offers (PyTorch's search here, CTranslate2 in ct2.py): n-best
 lists of `Translation`s for a list of lines, and streams of them. Both engines encode and
@@ -19,16 +20,15 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .alignment import ALIGNMENT_LAYER, Link, hypothesis_attention, word_alignment
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
-from .data import pad, source_tensor
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
 from .languages import chosen_tag, source_line, target_languages
-from .models import Seq2Seq, attention_by_layer
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
-from .special_tokens import EOS_ID, SOS_ID
+from .special_tokens import EOS_ID
 from .tokenizer import Tokenizer, tokenizer_files
 
 
@@ -51,6 +51,9 @@ class Translation:
     log_prob: float  # total log-probability
     score: float  # what the beam ranks by: log_prob / length_penalty
     attention: Attention | None = None
+    # (source word, target word) pairs, 0-based over the words of the input line and of
+    # `text` (alignment.py); None unless asked for
+    alignment: list[Link] | None = None
 
 
 class Engine:
@@ -66,11 +69,17 @@ class Engine:
         opens with its own)."""
         return chosen_tag(self.target_languages, config.tgt_lang, required=required)
 
+    def check_attention(self, option: str) -> None:
+        """A one-line error naming `option` (--attention, --alignment) when this engine
+        cannot give the attention weights that option needs."""
+
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
-                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+                        prefixes: list[str] | None = None,
+                        alignment: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each input line, best first; with `prefixes`
-        (one per line, "" for none), each translation opens with its line's prefix."""
+        (one per line, "" for none), each translation opens with its line's prefix; with
+        `alignment`, each carries its word alignment to the line."""
         raise NotImplementedError
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None,
@@ -86,7 +95,7 @@ class Engine:
 
     def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                                nbest: int = 1, attention: bool = False, chunk_size: int = 1000,
-                               prefixes: Iterable[str] | None = None
+                               prefixes: Iterable[str] | None = None, alignment: bool = False
                                ) -> Iterator[tuple[str, list[Translation]]]:
         """(input line, its n-best list) for each line of a stream, chunk by chunk; with
         `prefixes`, a stream of as many target prefixes, read alongside."""
@@ -96,7 +105,8 @@ class Engine:
                 prefix.rstrip("\r\n") for prefix in itertools.islice(ahead, len(chunk))]
             if own is not None and len(own) < len(chunk):
                 raise UserError("there are fewer target prefixes than lines to translate")
-            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own))
+            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own,
+                                                       alignment))
 
 
 def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",
@@ -160,16 +170,17 @@ class Translator(Engine):
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
-                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+                        prefixes: list[str] | None = None,
+                        alignment: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each input line (at most config.beam), best
         first; the first is what `translate` gives. A blank line gives one empty
         translation. With `attention`, each carries its cross-attention weights; with
-        `prefixes` (one per line, "" for none), each opens with its line's prefix."""
+        `alignment`, its word alignment to the line; with `prefixes` (one per line, "" for
+        none), each opens with its line's prefix."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
-        if attention and isinstance(self.run.model, Ensemble):
-            raise UserError("--attention: each model of an ensemble attends in its own way; "
-                            "drop --ensemble to see one")
+        if attention or alignment:
+            self.check_attention("--attention" if attention else "--alignment")
         self.move_to(config.device)
         src_ids = self.encode(lines, config)
         prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
@@ -178,9 +189,31 @@ class Translator(Engine):
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
                                     self.generator(config), prefix_ids)
-            weights = [attention_weights(model, src, [h.tokens for h in hyps], self.device)
+            weights = [hypothesis_attention(model, src, [h.tokens for h in hyps], self.device)
                        if attention and hyps else None for src, hyps in zip(src_ids, found)]
-        return [self.translations(src, hyps, w) for src, hyps, w in zip(src_ids, found, weights)]
+            links = [(self.alignments(line, src, hyps) if hyps else []) if alignment else None
+                     for line, src, hyps in zip(lines, src_ids, found)]
+        return [detokenize(self.run.tokenizer, src, hyps, w, a)
+                for src, hyps, w, a in zip(src_ids, found, weights, links)]
+
+    def check_attention(self, option: str) -> None:
+        if isinstance(self.run.model, Ensemble):
+            raise UserError(f"{option}: each model of an ensemble attends in its own way; "
+                            "drop --ensemble to see one")
+        model = self.run.config.model
+        if model.arch == "gru" and model.attention == "none":
+            raise UserError(f"{option}: this GRU has no attention (model.attention = none), "
+                            "so there is none to show")
+
+    def alignments(self, line: str, src_ids: list[int],
+                   hypotheses: list[Hypothesis]) -> list[list[Link]]:
+        """Each hypothesis's word alignment to `line` (alignment.py)."""
+        tokenizer = self.run.tokenizer
+        weights = hypothesis_attention(self.run.model, src_ids, [h.tokens for h in hypotheses],
+                                       self.device, ALIGNMENT_LAYER)
+        source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
+        return [word_alignment(source, tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID]), w, line)
+                for h, w in zip(hypotheses, weights)]
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
         """The random state of sampling with config.sampling_seed: one for all of this Translator's
@@ -197,10 +230,6 @@ class Translator(Engine):
         that of config.tgt_lang, and cut to what the model can position."""
         return encode_source(self.run.tokenizer, lines, self.run.model.max_positions, self.warn,
                              self.language_tag(config), self.target_languages)
-
-    def translations(self, src_ids: list[int], hypotheses: list[Hypothesis],
-                     weights: list[torch.Tensor] | None) -> list[Translation]:
-        return detokenize(self.run.tokenizer, src_ids, hypotheses, weights)
 
 
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
@@ -239,11 +268,13 @@ def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None, lines: lis
 
 
 def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypothesis],
-               weights: list[torch.Tensor] | None = None) -> list[Translation]:
+               weights: list[torch.Tensor] | None = None,
+               alignments: list[list[Link]] | None = None) -> list[Translation]:
     """One line's hypotheses as text and pieces, their attention weights (if any) labelled
-    with pieces; a line without hypotheses (a blank one) gives one empty translation."""
+    with pieces, and their word alignments (if any); a line without hypotheses (a blank one)
+    gives one empty translation."""
     if not hypotheses:
-        return [Translation("", [], 0.0, 0.0)]
+        return [Translation("", [], 0.0, 0.0, alignment=[] if alignments is not None else None)]
     texts = tokenizer.decode_tgt([h.tokens for h in hypotheses])
     source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
     out = []
@@ -251,7 +282,8 @@ def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypoth
         pieces = tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID])
         attention = None if weights is None else Attention(
             source, pieces[: len(weights[i])], weights[i].tolist())
-        out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention))
+        out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention,
+                               None if alignments is None else alignments[i]))
     return out
 
 
@@ -265,18 +297,6 @@ def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-@torch.inference_mode()
-def attention_weights(model: Seq2Seq, src_ids: list[int], hypotheses: list[list[int]],
-                      device: torch.device) -> list[torch.Tensor]:
-    """Each hypothesis's cross-attention over its source under teacher forcing, read from
-    <sos> + its tokens: (tokens + 1, source tokens + 1) per hypothesis, float32 on the CPU.
-    The Transformer's is the last decoder layer's, averaged over heads."""
-    src = source_tensor([src_ids] * len(hypotheses)).to(device)  # (k, src_len)
-    tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in hypotheses]).to(device)
-    weights = attention_by_layer(model, src, tgt_in)[-1].mean(1).float().cpu()  # (k, tgt, src)
-    return [w[: min(len(h) + 1, model.max_positions)] for w, h in zip(weights, hypotheses)]
 
 
 def quantize_int8(model: nn.Module, device: torch.device) -> nn.Module:

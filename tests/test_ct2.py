@@ -189,6 +189,8 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--format", "jsonl", "--attention", "Hello."), "--attention")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
+                          "--alignment", "Hello."), "--alignment: the ctranslate2 engine")
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--device", "mps", "Hello."), "mps")
 
 

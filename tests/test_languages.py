@@ -241,6 +241,21 @@ def test_each_line_may_open_with_the_tag_of_its_own_language(toy_run, tmp_path):
         assert (tmp_path / "out.txt").read_text() == "kept\n"
 
 
+def test_a_lines_own_tag_is_its_word_0_in_word_alignments(toy_run):
+    """Positions count the words of the line as given: its own tag is one, a tag that
+    --tgt-lang adds is none; the translations are the same."""
+    src = toy_split(100, seed=2)["src"][:8]
+    translator = Translator.from_run(toy_run, "cpu")
+    config = DecodeConfig(beam=2, tgt_lang="rev")
+    added = translator.translate_nbest(src, config, alignment=True)
+    own = translator.translate_nbest([f"<2rev> {line}" for line in src], config,
+                                     alignment=True)
+    for line, (a,), (b,) in zip(src, added, own):
+        assert a.text == b.text and a.alignment
+        assert b.alignment == [(s + 1, t) for s, t in a.alignment]
+        assert all(s < len(line.split()) for s, _ in a.alignment)
+
+
 def test_how_a_line_names_its_language():
     both = ["copy", "rev"]
     assert source_line("<2de> Hallo", "", ["de"]) == "<2de> Hallo"  # one language: text

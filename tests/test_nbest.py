@@ -12,6 +12,7 @@ import torch
 from test_cli import invoke, one_line_error
 from test_search import A, B, TableModel
 
+from nmt_cli.alignment import hypothesis_attention
 from nmt_cli.config import DecodeConfig
 from nmt_cli.search import (
     beam_search,
@@ -24,7 +25,6 @@ from nmt_cli.search import (
     search_nbest,
 )
 from nmt_cli.special_tokens import EOS_ID, PAD_ID, SOS_ID
-from nmt_cli.translate import attention_weights
 
 from conftest import random_tokens, read_sample, tiny_model, write_corpus
 
@@ -100,7 +100,7 @@ def test_attention_rows_sum_to_one(arch):
     model = tiny_model(arch)
     src_ids = random_tokens(1, 7, seed=4)[0].tolist()
     hypotheses = [[5, 6, 7], [8], []]
-    weights = attention_weights(model, src_ids, hypotheses, torch.device("cpu"))
+    weights = hypothesis_attention(model, src_ids, hypotheses, torch.device("cpu"))
     assert [tuple(w.shape) for w in weights] == [(4, 8), (2, 8), (1, 8)]
     for w in weights:
         assert torch.allclose(w.sum(-1), torch.ones(len(w)), atol=1e-5)

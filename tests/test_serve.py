@@ -121,12 +121,15 @@ GERMAN = read_sample("test", "de", 200)
 def request_of(i: int, lines: list[str]) -> dict:
     """Request i of the load: greedy, the server's default beam (5), n-best lists, another
     beam; every fifth holds three lines; every seventh gives target prefixes (the first two
-    words of the reference; a list of one per line where it has three)."""
+    words of the reference; a list of one per line where it has three); every eleventh asks
+    for word alignments."""
     text = lines[i] if i % 5 else [lines[i], lines[(i + 1) % len(lines)], ""]
     settings = [{}, {"beam": 1}, {"nbest": 3}, {"beam": 2, "nbest": 2}][i % 4]
     if i % 7 == 3:
         start = " ".join(GERMAN[i].split()[:2])
         settings["prefix"] = start if i % 5 else [start, "", "Ein"]
+    if i % 11 == 4:
+        settings["alignment"] = True
     return {"text": text, **settings}
 
 
@@ -149,7 +152,8 @@ def expected(translator: Translator, requests: list[dict]) -> list[list[list[Tra
         found = iter(translator.translate_nbest(
             [line for i in group for line in lines_of(requests[i])],
             DecodeConfig(beam=settings[0], **SHORT), settings[1],
-            prefixes=[prefix for i in group for prefix in prefixes_of(requests[i])]))
+            prefixes=[prefix for i in group for prefix in prefixes_of(requests[i])],
+            alignment=True))
         for i in group:
             answers[i] = [next(found) for _ in lines_of(requests[i])]
     return answers
@@ -173,6 +177,11 @@ def test_concurrent_requests_get_the_translators_own_answers(server, translator)
                 assert [h["text"] for h in line["nbest"]] == [h.text for h in hypotheses]
             else:
                 assert "nbest" not in line
+            for h, hypothesis in zip(line.get("nbest", [line]), hypotheses):
+                if request.get("alignment"):
+                    assert h["alignment"] == [list(link) for link in hypothesis.alignment]
+                else:
+                    assert "alignment" not in h
     health = call(server.url + "/health")[2]
     assert health["received"] == health["answered"] >= 200
     assert health["batches"] < 200  # concurrent requests were decoded together
@@ -204,6 +213,7 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
     "a prefix not a string": ("POST", "/translate", {"text": ["A."], "prefix": [None]}, 422),
     "a 1 MB prefix": ("POST", "/translate", {"text": "Hi.", "prefix": MEGABYTE_LINE}, 413),
     "prefix lone surrogate": ("POST", "/translate", b'{"text": "a", "prefix": "\\ud800"}', 422),
+    "alignment a string": ("POST", "/translate", {"text": "Hi.", "alignment": "yes"}, 422),
     "10,000 lines": ("POST", "/translate", {"text": ["Hello."] * 10_000}, 413),
     "a 1 MB line": ("POST", "/translate", {"text": MEGABYTE_LINE}, 413),
     "GET /translate": ("GET", "/translate", None, 405),
@@ -389,8 +399,9 @@ def test_the_model_is_loaded_on_the_thread_that_decodes(run_dir, monkeypatch):
 # The batching worker alone, with a decoder that records its calls.
 
 def recording_decoder(calls: list):
-    def decode(lines: list[str], config: DecodeConfig, nbest: int, prefixes=None):
-        calls.append((list(lines), config.beam, nbest))
+    def decode(lines: list[str], config: DecodeConfig, nbest: int, prefixes=None,
+               alignment=False):
+        calls.append((list(lines), config.beam, nbest) + (("alignment",) if alignment else ()))
         if "boom" in lines:
             raise RuntimeError("this line breaks the decoder")
         return [[Translation(f"{prefix}{line}|beam {config.beam}|{rank}", [], 0.0, -rank)
@@ -401,8 +412,8 @@ def recording_decoder(calls: list):
 
 def run_batcher(jobs: list[tuple], max_lines: int,
                 sampling: bool = False) -> tuple[list, list]:
-    """Submit (lines, beam, nbest[, prefixes]) jobs all at once; return the decoder's calls
-    and each job's answer (or the exception it raised)."""
+    """Submit (lines, beam, nbest[, prefixes[, alignment]]) jobs all at once; return the
+    decoder's calls and each job's answer (or the exception it raised)."""
     calls: list = []
 
     async def main():
@@ -452,6 +463,14 @@ def test_requests_with_and_without_prefixes_share_a_batch_each_line_with_its_own
     assert [c[0] for c in calls] == [["a", "b", "c", "d"]]
     assert [[h[0].text for h in answer] for answer in answers] == [
         ["a|beam 1|0"], ["B: b|beam 1|0", "c|beam 1|0"], ["D: d|beam 1|0"]]
+
+
+def test_requests_with_and_without_alignments_share_a_batch_that_computes_them():
+    jobs = [(["a"], 1, 1), (["b", "c"], 1, 1, None, True), (["d"], 1, 1, None, False)]
+    calls, answers = run_batcher(jobs, max_lines=6)
+    assert calls == [(["a", "b", "c", "d"], 1, 1, "alignment")]
+    assert [[h[0].text for h in answer] for answer in answers] == [
+        ["a|beam 1|0"], ["b|beam 1|0", "c|beam 1|0"], ["d|beam 1|0"]]
 
 
 def test_a_request_that_breaks_the_decoder_fails_alone():

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..alignment import pharaoh
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
 from ..data import check_utf8, decode_lines, read_lines
@@ -73,6 +74,10 @@ def translate(
                          "text; jsonl: an object per input line.")] = TEXT,
     attention: Annotated[bool, typer.Option(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
+    alignment: Annotated[bool, typer.Option(
+        help="Each hypothesis's word alignment to its line, from attention: source-target "
+             "pairs of 0-based word positions, \"0-0 1-2\" (text: after \" ||| \"; tsv: a "
+             "last column; jsonl: pairs).")] = False,
     engine: EngineOption = TORCH,
     ensemble: EnsembleOption = None,
     prefix: Annotated[str | None, typer.Option(
@@ -99,6 +104,8 @@ def translate(
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
+    if attention or alignment:
+        translator.check_attention("--attention" if attention else "--alignment")
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
@@ -116,7 +123,8 @@ def translate(
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
-    found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes)
+    found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
+                                              alignment)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
@@ -166,16 +174,22 @@ class PrefixFile:
 
 def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
     """One input line's hypotheses: text (a line each), tsv (a row each: line number, rank,
-    score, log_prob, text; both counted from 1) or jsonl (one object)."""
+    score, log_prob, text; both counted from 1) or jsonl (one object). A word alignment, when
+    there is one, follows the text after " ||| " (as Marian prints it), or in a last column."""
     ranked = list(enumerate(hypotheses, 1))
     if output_format == "jsonl":
         return json.dumps({"line": number, "source": source,
                            "hypotheses": [hypothesis_json(rank, h) for rank, h in ranked]},
                           ensure_ascii=False) + "\n"
     if output_format == "tsv":
-        return "".join(f"{number}\t{rank}\t{h.score:.4f}\t{h.log_prob:.4f}\t{h.text}\n"
-                       for rank, h in ranked)
-    return "".join(f"{h.text}\n" for _, h in ranked)
+        return "".join(f"{number}\t{rank}\t{h.score:.4f}\t{h.log_prob:.4f}\t{h.text}"
+                       f"{aligned(h, chr(9))}\n" for rank, h in ranked)
+    return "".join(f"{h.text}{aligned(h, ' ||| ')}\n" for _, h in ranked)
+
+
+def aligned(hypothesis: Translation, separator: str) -> str:
+    """The separator and the hypothesis's alignment in Pharaoh format, if it has one."""
+    return "" if hypothesis.alignment is None else separator + pharaoh(hypothesis.alignment)
 
 
 def hypothesis_json(rank: int, hypothesis: Translation) -> dict:
@@ -185,6 +199,8 @@ def hypothesis_json(rank: int, hypothesis: Translation) -> dict:
         attention = hypothesis.attention
         out["attention"] = {"source": attention.source, "target": attention.target,
                             "weights": [[round(w, 5) for w in row] for row in attention.weights]}
+    if hypothesis.alignment is not None:
+        out["alignment"] = [list(link) for link in hypothesis.alignment]
     return out
 
 

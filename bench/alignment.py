@@ -1,0 +1,114 @@
+"""Word alignment error rate of attention, by decoder layer, against hand-made alignments.
+
+bench/alignment.en-de.tsv holds sure word links of 30 sentence pairs of Multi30k's validation
+set, written by hand. Each run given reads each pair under teacher forcing (the reference as its
+output), and each way of reading its cross-attention (a decoder layer, its heads averaged; the
+row where a target piece is the decoder's output, or the next one, where it is its input:
+"shift-att", Chen et al., 2020) gives hard word links (nmt_cli/alignment.py). The table gives
+the alignment error rate against the sure links, 1 - 2 |A & S| / (|A| + |S|) (Och and Ney,
+2003, with no "possible" links), with precision and recall; beside them, the monotone
+baseline that links target word j to source word round(j * |source| / |target|). A validation
+set, so the way nmt reads attention (ALIGNMENT_LAYER) is chosen here.
+
+    python -m bench.alignment RUN [RUN ...] [--data DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .common import add_data_option, multi30k_dir, new_parser, report_table
+
+GOLD = Path(__file__).resolve().parent / "alignment.en-de.tsv"
+
+
+def read_gold(path: Path = GOLD) -> dict[int, set[tuple[int, int]]]:
+    """{1-based line number: its sure links}."""
+    gold = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            number, links = line.split("\t")
+            gold[int(number)] = {tuple(map(int, link.split("-"))) for link in links.split()}
+    return gold
+
+
+def scores(found: list[set], gold: list[set]) -> dict:
+    """Precision, recall and alignment error rate (in %) of links over all sentences."""
+    hits = sum(len(a & s) for a, s in zip(found, gold))
+    proposed, sure = sum(map(len, found)), sum(map(len, gold))
+    return {"precision": round(100 * hits / max(proposed, 1), 1),
+            "recall": round(100 * hits / max(sure, 1), 1),
+            "aer": round(100 * (1 - 2 * hits / max(proposed + sure, 1)), 1)}
+
+
+def monotone(source: str, target: str) -> set[tuple[int, int]]:
+    n, m = len(source.split()), len(target.split())
+    return {(min(round(j * n / m), n - 1), j) for j in range(m)}
+
+
+def layer_rows(run: Path, sources: list[str], targets: list[str],
+               gold: list[set]) -> list[dict]:
+    """A row per (decoder layer, shift) of one run."""
+    from nmt_cli.alignment import hypothesis_attention, word_alignment
+    from nmt_cli.config import DecodeConfig
+    from nmt_cli.special_tokens import EOS_ID
+    from nmt_cli.translate import Translator
+
+    translator = Translator.from_run(run, device="cpu")
+    model, tokenizer = translator.run.model, translator.run.tokenizer
+    src_ids = translator.encode(sources, DecodeConfig())
+    tgt_ids = tokenizer.encode_tgt(targets)
+    layers = len(getattr(model, "decoder_layers", [None]))
+    rows = []
+    for layer in range(layers):
+        for shift in (0, 1):
+            found = []
+            for source, s_ids, t_ids in zip(sources, src_ids, tgt_ids):
+                weights = hypothesis_attention(model, s_ids, [t_ids], translator.device,
+                                            layer - layers)[0][shift:]
+                source_pieces = tokenizer.src.id_to_piece(s_ids + [EOS_ID])
+                target_pieces = tokenizer.tgt.id_to_piece(t_ids)
+                found.append(set(word_alignment(source_pieces, target_pieces, weights, source)))
+            rows.append({"run": run.name, "layer": f"{layer + 1} of {layers}",
+                         "read at": "input (shift-att)" if shift else "output",
+                         **scores(found, gold)})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
+    from nmt_cli.data import read_parallel
+
+    corpus = multi30k_dir(data)
+    pairs = read_parallel(corpus / "val.en.gz", corpus / "val.de.gz")
+    gold_by_line = read_gold()
+    numbers = sorted(gold_by_line)
+    sources = [pairs.src[n - 1] for n in numbers]
+    targets = [pairs.tgt[n - 1] for n in numbers]
+    gold = [gold_by_line[n] for n in numbers]
+    rows = [{"run": "-", "layer": "monotone baseline", "read at": "-",
+             **scores([monotone(s, t) for s, t in zip(sources, targets)], gold)}]
+    for run in runs:
+        rows += layer_rows(run, sources, targets, gold)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| run | decoder layer | read at the piece's | AER | precision | recall |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['run']} | {r['layer']} | {r['read at']} | {r['aer']:.1f}% | "
+              f"{r['precision']:.1f}% | {r['recall']:.1f}% |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = new_parser(__spec__.name, __doc__)
+    parser.add_argument("runs", type=Path, nargs="+", help="run directories (English-German)")
+    add_data_option(parser)
+    parser.add_argument("--json", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    report_table(lambda: alignment_error_rates(args.runs, args.data), args.json, markdown)
+
+
+if __name__ == "__main__":
+    main()
