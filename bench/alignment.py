@@ -61,14 +61,11 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     layers = len(getattr(model, "decoder_layers", [None]))
     rows = []
     for layer in range(layers):
+        weights = hypothesis_attention(model, src_ids, tgt_ids, translator.device, layer - layers)
         for shift in (0, 1):
-            found = []
-            for source, s_ids, t_ids in zip(sources, src_ids, tgt_ids):
-                weights = hypothesis_attention(model, s_ids, [t_ids], translator.device,
-                                            layer - layers)[0][shift:]
-                source_pieces = tokenizer.src.id_to_piece(s_ids + [EOS_ID])
-                target_pieces = tokenizer.tgt.id_to_piece(t_ids)
-                found.append(set(word_alignment(source_pieces, target_pieces, weights, source)))
+            found = [set(word_alignment(tokenizer.src.id_to_piece(s_ids + [EOS_ID]),
+                                        tokenizer.tgt.id_to_piece(t_ids), w[shift:], source))
+                     for source, s_ids, t_ids, w in zip(sources, src_ids, tgt_ids, weights)]
             rows.append({"run": run.name, "layer": f"{layer + 1} of {layers}",
                          "read at": "input (shift-att)" if shift else "output",
                          **scores(found, gold)})

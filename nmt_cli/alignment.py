@@ -29,6 +29,12 @@ ALIGNMENT_LAYER = -2  # the decoder layer read, counted from the top (a one-laye
 Link = tuple[int, int]  # (source word, target word)
 
 
+def alignment_layer(num_layers: int) -> int:
+    """The index, from 0, of the decoder layer whose attention aligns (ALIGNMENT_LAYER, or
+    the only one)."""
+    return num_layers + max(ALIGNMENT_LAYER, -num_layers)
+
+
 def word_positions(pieces: list[str], first: int = 0) -> list[int | None]:
     """The word each piece belongs to, counted from `first`: a piece that opens with "▁"
     starts the next one. <eos> and language tags are not text: None (a line that opened with
@@ -68,18 +74,26 @@ def pharaoh(links: list[Link]) -> str:
 
 
 @torch.inference_mode()
-def hypothesis_attention(model: Seq2Seq, src_ids: list[int], hypotheses: list[list[int]],
-                      device: torch.device, layer: int = -1) -> list[torch.Tensor]:
-    """Each hypothesis's cross-attention over its source under teacher forcing, read from
-    <sos> + its tokens: (tokens + 1, source tokens + 1) per hypothesis, float32 on the CPU, a
-    row per step that outputs a token (then <eos>). The Transformer's is decoder layer
-    `layer`'s (counted from the top: -1 the last; ALIGNMENT_LAYER for alignments), averaged
-    over heads; the GRU has one."""
-    src = source_tensor([src_ids] * len(hypotheses)).to(device)  # (k, src_len)
-    tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in hypotheses]).to(device)
-    layers = attention_by_layer(model, src, tgt_in)
-    weights = layers[max(layer, -len(layers))].mean(1).float().cpu()  # (k, tgt, src)
-    return [w[: len(h) + 1] for w, h in zip(weights, hypotheses)]
+def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: list[list[int]],
+                         device: torch.device, layer: int = -1,
+                         batch_size: int = 64) -> list[torch.Tensor]:
+    """The cross-attention of each hypothesis over its source (source ids without <eos>, a
+    hypothesis's tokens), under teacher forcing from <sos> + its tokens: (tokens + 1,
+    source tokens + 1) per pair, float32 on the CPU, a row per step that outputs a token
+    (then <eos>) and a column per source token (then <eos>). The Transformer's is decoder
+    layer `layer`'s (counted from the top: -1 the last; ALIGNMENT_LAYER for alignments),
+    averaged over heads; the GRU has one. Read `batch_size` pairs at a time, padded: padding
+    is masked, so it changes no weight."""
+    out = []
+    for start in range(0, len(hypotheses), batch_size):
+        chunk_sources = sources[start : start + batch_size]
+        chunk = hypotheses[start : start + batch_size]
+        src = source_tensor(chunk_sources).to(device)  # (pairs, src_len)
+        tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in chunk]).to(device)
+        layers = attention_by_layer(model, src, tgt_in)
+        weights = layers[max(layer, -len(layers))].mean(1).float().cpu()  # (pairs, tgt, src)
+        out += [w[: len(h) + 1, : len(s) + 1] for w, s, h in zip(weights, chunk_sources, chunk)]
+    return out
 
 
 def word_alignment(source_pieces: list[str], target_pieces: list[str], weights: torch.Tensor,

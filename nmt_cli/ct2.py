@@ -24,7 +24,8 @@ detokenized by the same functions as PyTorch's engine. It searches as nmt's own 
   nothing to log P, and a beam left with fewer live hypotheses than its width (while the
   prefix is forced up to the limit) fills them with copies scored -1e10, which are dropped.
 
-Options it cannot honour (--attention, --alignment, --device mps) are one-line errors.
+Options it cannot honour (--attention, --device mps; --alignment with an export made before
+nmt gave alignments) are one-line errors.
 Without the `ct2` extra, `import_ctranslate2` says in one line how to install it.
 """
 
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import torch
 
+from .alignment import Link, word_alignment
 from .checkpoint import read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
@@ -73,9 +75,11 @@ def find_export(path: Path) -> Path:
                     f"with `nmt export {path} --format ctranslate2`")
 
 
-def read_export(path: Path) -> tuple[Path, int, list[str]]:
-    """The run an export came from, the positions its model has and its target languages
-    (an export made before they were recorded: its run's, when that is at hand, else none)."""
+def read_export(path: Path) -> tuple[Path, int, list[str], bool]:
+    """The run an export came from, the positions its model has, its target languages (an
+    export made before they were recorded: its run's, when that is at hand, else none), and
+    whether its model returns the attention that word alignments read (exports made before
+    alignments were: another layer's, one head's)."""
     file = path / EXPORT_FILE
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
@@ -84,7 +88,7 @@ def read_export(path: Path) -> tuple[Path, int, list[str]]:
             languages = [str(language) for language in meta["target_languages"]]
         else:
             languages = run_languages(run)
-        return run, int(meta["max_positions"]), languages
+        return run, int(meta["max_positions"]), languages, "alignment_layer" in meta
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
 
@@ -107,10 +111,12 @@ class CTranslate2Translator(Engine):
     """An export loaded into a `ctranslate2.Translator`."""
 
     def __init__(self, translator, tokenizer: Tokenizer, max_positions: int, run_dir: Path,
-                 target_languages: list[str], warn: Callable[[str], None] | None = None):
+                 target_languages: list[str], warn: Callable[[str], None] | None = None,
+                 aligns: bool = True):
         self.translator, self.tokenizer, self.max_positions = translator, tokenizer, max_positions
         self.run_dir = run_dir  # the run it was exported from
         self.target_languages = target_languages
+        self.aligns = aligns  # its attention is what word alignments read (read_export)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
         piece = tokenizer.tgt.id_to_piece
         self.eos, self.never = piece(EOS_ID), [[piece(PAD_ID)], [piece(SOS_ID)]]
@@ -128,7 +134,7 @@ class CTranslate2Translator(Engine):
         if device == "mps":
             raise UserError("--device mps: CTranslate2 runs on cpu or cuda only")
         path = find_export(path)
-        run_dir, max_positions, languages = read_export(path)
+        run_dir, max_positions, languages, aligns = read_export(path)
         try:
             translator = ctranslate2.Translator(
                 str(path), device=device, compute_type=compute_type(precision, quantize),
@@ -136,28 +142,62 @@ class CTranslate2Translator(Engine):
         except (ValueError, RuntimeError) as e:
             raise UserError(f"{path}: cannot load the CTranslate2 model ({e})") from None
         tokenizer = Tokenizer.load(path)  # whose tags name the languages an export does not
-        return cls(translator, tokenizer, max_positions, run_dir, languages or tokenizer.languages)
+        return cls(translator, tokenizer, max_positions, run_dir, languages or tokenizer.languages,
+                   aligns=aligns)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
                         prefixes: list[str] | None = None,
                         alignment: bool = False) -> list[list[Translation]]:
         """The `nbest` best translations of each line (at most config.beam), best first;
-        with `prefixes` (one per line, "" for none), each opens with its line's prefix."""
+        with `prefixes` (one per line, "" for none), each opens with its line's prefix; with
+        `alignment`, each carries its word alignment to the line."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
         check_engine("ctranslate2", config)
-        if attention or alignment:
-            self.check_attention("--attention" if attention else "--alignment")
+        if attention:
+            self.check_attention("--attention")
+        if alignment:
+            self.check_alignment("--alignment")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
                                 self.language_tag(config), self.target_languages)
-        found = self.search(src_ids, config, encode_prefixes(
-            self.tokenizer, prefixes, lines, self.max_positions, self.warn))
-        return [detokenize(self.tokenizer, src, hyps[:nbest]) for src, hyps in zip(src_ids, found)]
+        found = [hyps[:nbest] for hyps in self.search(src_ids, config, encode_prefixes(
+            self.tokenizer, prefixes, lines, self.max_positions, self.warn))]
+        links = self.alignments(lines, src_ids, found, config) if alignment else [None] * len(found)
+        return [detokenize(self.tokenizer, src, hyps, alignments=a)
+                for src, hyps, a in zip(src_ids, found, links)]
 
     def check_attention(self, option: str) -> None:
         raise UserError(f"{option}: the ctranslate2 engine gives no attention weights; use "
                         "--engine torch")
+
+    def check_alignment(self, option: str) -> None:
+        if not self.aligns:
+            raise UserError(f"{option}: this export was made before nmt gave word alignments; "
+                            f"make it again (`nmt export {self.run_dir} --format ctranslate2 "
+                            "--force`)")
+
+    def alignments(self, lines: list[str], src_ids: list[list[int]],
+                   found: list[list[Hypothesis]], config: DecodeConfig) -> list[list[list[Link]]]:
+        """Each hypothesis's word alignment to its line (alignment.py), from the attention
+        CTranslate2 returns (the export's alignment layer, its heads averaged) as it decodes
+        the hypothesis again as a forced prefix: teacher forcing, as the torch engine reads
+        it. It gives a row per token, and a column per source piece but <eos>."""
+        pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
+        links: list[list[list[Link]]] = [[] for _ in found]
+        if not pairs:
+            return links
+        source, target = self.tokenizer.src.id_to_piece, self.tokenizer.tgt.id_to_piece
+        results = self.translator.translate_batch(
+            [source(src_ids[i]) for i, _ in pairs], [target(h.tokens) or None for _, h in pairs],
+            beam_size=1, max_decoding_length=max(1, *(len(h.tokens) for _, h in pairs)),
+            max_batch_size=config.batch_size, max_input_length=0, return_attention=True)
+        for (i, h), result in zip(pairs, results):
+            weights = torch.tensor(result.attention[0]).reshape(-1, len(src_ids[i]))
+            links[i].append(word_alignment(source(src_ids[i] + [EOS_ID]),
+                                           target(h.tokens + [EOS_ID]),
+                                           weights[: len(h.tokens)], lines[i]))
+        return links
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig,
                prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:

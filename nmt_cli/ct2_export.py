@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from ._version import __version__
+from .alignment import alignment_layer
 from .checkpoint import Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
 from .ct2 import EXPORT_FILE, import_ctranslate2
@@ -118,7 +119,10 @@ class RunConverter(Converter):
         model, tokenizer, config = self.run.model, self.run.tokenizer, self.run.config.model
         spec = transformer_spec.TransformerSpec.from_config(
             (config.num_encoder_layers, config.num_decoder_layers), config.num_heads,
-            pre_norm=config.norm_first, activation=common_spec.Activation.RELU)
+            pre_norm=config.norm_first, activation=common_spec.Activation.RELU,
+            # the attention CTranslate2 returns: this layer's, averaged over every head
+            alignment_layer=alignment_layer(config.num_decoder_layers),
+            alignment_heads=config.num_heads)
         set_encoder(spec.encoder, model)
         set_decoder(spec.decoder, model)
         piece = tokenizer.tgt.id_to_piece  # <unk>, <sos>, <eos>: nmt's own names
@@ -164,6 +168,7 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
         "format": "ctranslate2", "nmt_version": __version__, "run": str(run.path.resolve()),
         "quantization": quantization, "max_positions": run.config.model.max_positions,
         "target_languages": target_languages(run.config.data.tgt_lang),
+        "alignment_layer": alignment_layer(run.config.model.num_decoder_layers),
         "ctranslate2_version": ctranslate2.__version__}, indent=2) + "\n")
     if out_dir.exists():
         shutil.rmtree(out_dir)

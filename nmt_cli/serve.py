@@ -99,7 +99,7 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                             engine.target_languages)
         if query.alignment:
             try:
-                engine.check_attention('"alignment"')
+                engine.check_alignment('"alignment"')
             except UserError as e:
                 raise ApiError(422, str(e)) from None
         found = await batcher.translate(query.lines, query.config, query.nbest, query.prefixes,

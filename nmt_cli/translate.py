@@ -70,8 +70,13 @@ class Engine:
         return chosen_tag(self.target_languages, config.tgt_lang, required=required)
 
     def check_attention(self, option: str) -> None:
-        """A one-line error naming `option` (--attention, --alignment) when this engine
-        cannot give the attention weights that option needs."""
+        """A one-line error naming `option` (--attention) when this engine cannot give each
+        hypothesis's attention weights."""
+
+    def check_alignment(self, option: str) -> None:
+        """A one-line error naming `option` (--alignment) when this engine cannot give word
+        alignments."""
+        self.check_attention(option)
 
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
@@ -179,8 +184,10 @@ class Translator(Engine):
         none), each opens with its line's prefix."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
-        if attention or alignment:
-            self.check_attention("--attention" if attention else "--alignment")
+        if attention:
+            self.check_attention("--attention")
+        if alignment:
+            self.check_alignment("--alignment")
         self.move_to(config.device)
         src_ids = self.encode(lines, config)
         prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
@@ -189,12 +196,14 @@ class Translator(Engine):
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
                                     self.generator(config), prefix_ids)
-            weights = [hypothesis_attention(model, src, [h.tokens for h in hyps], self.device)
-                       if attention and hyps else None for src, hyps in zip(src_ids, found)]
-            links = [(self.alignments(line, src, hyps) if hyps else []) if alignment else None
-                     for line, src, hyps in zip(lines, src_ids, found)]
-        return [detokenize(self.run.tokenizer, src, hyps, w, a)
-                for src, hyps, w, a in zip(src_ids, found, weights, links)]
+            weights = self.attention(src_ids, found, -1, config) if attention else None
+            aligned = (self.attention(src_ids, found, ALIGNMENT_LAYER, config) if alignment
+                       else None)
+        links = [None] * len(found) if aligned is None else [
+            self.alignments(line, src, hyps, w)
+            for line, src, hyps, w in zip(lines, src_ids, found, aligned)]
+        return [detokenize(self.run.tokenizer, src, hyps, w, a) for src, hyps, w, a
+                in zip(src_ids, found, weights or [None] * len(found), links)]
 
     def check_attention(self, option: str) -> None:
         if isinstance(self.run.model, Ensemble):
@@ -205,12 +214,20 @@ class Translator(Engine):
             raise UserError(f"{option}: this GRU has no attention (model.attention = none), "
                             "so there is none to show")
 
-    def alignments(self, line: str, src_ids: list[int],
-                   hypotheses: list[Hypothesis]) -> list[list[Link]]:
-        """Each hypothesis's word alignment to `line` (alignment.py)."""
+    def attention(self, src_ids: list[list[int]], found: list[list[Hypothesis]], layer: int,
+                  config: DecodeConfig) -> list[list[torch.Tensor]]:
+        """Each line's hypotheses' cross-attention in decoder layer `layer`
+        (hypothesis_attention), read config.batch_size hypotheses at a time."""
+        pairs = [(src, h.tokens) for src, hyps in zip(src_ids, found) for h in hyps]
+        flat = iter(hypothesis_attention(self.run.model, [src for src, _ in pairs],
+                                         [tokens for _, tokens in pairs], self.device, layer,
+                                         config.batch_size))
+        return [[next(flat) for _ in hyps] for hyps in found]
+
+    def alignments(self, line: str, src_ids: list[int], hypotheses: list[Hypothesis],
+                   weights: list[torch.Tensor]) -> list[list[Link]]:
+        """Each hypothesis's word alignment to `line` from its attention (alignment.py)."""
         tokenizer = self.run.tokenizer
-        weights = hypothesis_attention(self.run.model, src_ids, [h.tokens for h in hypotheses],
-                                       self.device, ALIGNMENT_LAYER)
         source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
         return [word_alignment(source, tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID]), w, line)
                 for h, w in zip(hypotheses, weights)]

@@ -6,6 +6,7 @@ pre- and post-norm, tied and separate embeddings, joint and separate vocabularie
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -26,8 +27,8 @@ TINY = {"model.d_model": 32, "model.d_ff": 64, "model.num_heads": 4, "model.drop
         "model.num_encoder_layers": 2, "model.num_decoder_layers": 1,
         "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.lr": 3e-3,
         "train.warmup_steps": 30, "train.max_steps": 120, "train.validate_every": 120}
-VARIANTS = {  # pre/post-norm, output layer tied or not, one vocabulary or two
-    "prenorm-tied-joint": {"model.norm_first": True},
+VARIANTS = {  # pre/post-norm, output layer tied or not, one vocabulary or two, 1-2 decoder layers
+    "prenorm-tied-joint-2-layers": {"model.norm_first": True, "model.num_decoder_layers": 2},
     "postnorm-untied": {"model.norm_first": False, "model.tie_embeddings": False},
     "prenorm-tied-separate-vocab": {"tokenizer.joint": False,
                                               "tokenizer.model_type": "bpe"},
@@ -118,6 +119,18 @@ def test_ctranslate2_follows_target_prefixes_as_nmt_does(exported, config):
                                                  prefixes=prefixes))
 
 
+def test_ctranslate2_gives_nmts_word_alignments(exported, tmp_path):
+    """The export's attention is the layer nmt aligns with, averaged over every head."""
+    nmt, ct2 = exported
+    config = DecodeConfig(beam=3)
+    ours = nmt.translate_nbest(TEST, config, 3, alignment=True)
+    theirs = ct2.translate_nbest(TEST, config, 3, alignment=True)
+    pairs = [(h, g) for a, b in zip(ours, theirs) for h, g in zip(a, b) if h.tokens == g.tokens]
+    assert len(pairs) >= 0.9 * 3 * len(TEST)
+    assert sum(h.alignment == g.alignment for h, g in pairs) >= 0.98 * len(pairs)
+    assert sum(len(set(h.alignment)) > 1 for h, _ in pairs) >= 0.9 * len(pairs)  # not trivial
+
+
 def assert_same_search(ours, theirs) -> None:
     """The same best translations and n-best lists (nearly always), and the same score for
     the same hypothesis."""
@@ -188,8 +201,18 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
                           "Hello."), "no CTranslate2 export", "nmt export")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--format", "jsonl", "--attention", "Hello."), "--attention")
+    aligned = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
+                     "--alignment", "Hello.")
+    assert aligned.exit_code == 0 and " ||| 0-0" in aligned.stdout
+    meta_file = cli_run / "ctranslate2" / "nmt-export.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["alignment_layer"]  # as exports made before alignments were
+    meta_file.write_text(json.dumps(meta))
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
-                          "--alignment", "Hello."), "--alignment: the ctranslate2 engine")
+                          "--alignment", "Hello."), "--alignment: this export was made before",
+                   f"nmt export {cli_run} --format ctranslate2 --force")
+    meta["alignment_layer"] = 0
+    meta_file.write_text(json.dumps(meta))
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--device", "mps", "Hello."), "mps")
 
@@ -224,14 +247,18 @@ def test_serve_decodes_with_ctranslate2(cli_run):
 
     lines = TEST[:40]
     wanted = CTranslate2Translator.from_dir(cli_run, "cpu").translate_nbest(
-        lines, DecodeConfig(beam=3))
+        lines, DecodeConfig(beam=3), alignment=True)
     server = Server(cli_run / "ctranslate2", "--engine", "ctranslate2", "--beam", "3")
+    requests = [{"text": line, "alignment": i % 2 == 0} for i, line in enumerate(lines)]
     try:
         with ThreadPoolExecutor(8) as clients:
             answers = list(clients.map(
-                lambda line: call(server.url + "/translate", {"text": line}), lines))
+                lambda request: call(server.url + "/translate", request), requests))
         assert [a[0] for a in answers] == [200] * len(lines)
         assert [a[2]["translations"][0]["text"] for a in answers] == [h[0].text for h in wanted]
+        assert [a[2]["translations"][0].get("alignment") for a in answers] == [
+            [list(link) for link in h[0].alignment] if i % 2 == 0 else None
+            for i, h in enumerate(wanted)]
         status, _, info = call(server.url + "/info")
         assert status == 200 and (info["engine"], info["run"]) == ("ctranslate2", "ctranslate2")
         assert (info["architecture"], info["source_language"]) == ("transformer", "en")

@@ -96,14 +96,20 @@ def test_log_prob_is_the_teacher_forced_log_probability():
 
 
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
-def test_attention_rows_sum_to_one(arch):
-    model = tiny_model(arch)
-    src_ids = random_tokens(1, 7, seed=4)[0].tolist()
-    hypotheses = [[5, 6, 7], [8], []]
-    weights = hypothesis_attention(model, src_ids, hypotheses, torch.device("cpu"))
-    assert [tuple(w.shape) for w in weights] == [(4, 8), (2, 8), (1, 8)]
+def test_attention_rows_sum_to_one_and_padding_changes_no_weight(arch):
+    model = tiny_model(arch).eval()
+    long, short = random_tokens(1, 7, seed=4)[0].tolist(), random_tokens(1, 3, seed=5)[0].tolist()
+    sources, hypotheses = [long, short, long, short], [[5, 6, 7], [8], [], [9, 9, 9, 9, 9]]
+    weights = hypothesis_attention(model, sources, hypotheses, torch.device("cpu"))
+    assert [tuple(w.shape) for w in weights] == [(4, 8), (2, 4), (1, 8), (6, 4)]
     for w in weights:
         assert torch.allclose(w.sum(-1), torch.ones(len(w)), atol=1e-5)
+    for i, (source, hypothesis) in enumerate(zip(sources, hypotheses)):  # one at a time
+        alone = hypothesis_attention(model, [source], [hypothesis], torch.device("cpu"))[0]
+        assert torch.allclose(alone, weights[i], atol=1e-6)
+    two_by_two = hypothesis_attention(model, sources, hypotheses, torch.device("cpu"),
+                                      batch_size=2)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(two_by_two, weights))
 
 
 SETTINGS = ["--set", "model.d_model=32", "--set", "model.d_ff=64",

@@ -104,8 +104,10 @@ def translate(
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
-    if attention or alignment:
-        translator.check_attention("--attention" if attention else "--alignment")
+    if attention:
+        translator.check_attention("--attention")
+    if alignment:
+        translator.check_alignment("--alignment")
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
