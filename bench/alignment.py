@@ -51,7 +51,6 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     """A row per (decoder layer, shift) of one run."""
     from nmt_cli.alignment import hypothesis_attention, word_alignment
     from nmt_cli.config import DecodeConfig
-    from nmt_cli.special_tokens import EOS_ID
     from nmt_cli.translate import Translator
 
     translator = Translator.from_run(run, device="cpu")
@@ -63,8 +62,7 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     for layer in range(layers):
         weights = hypothesis_attention(model, src_ids, tgt_ids, translator.device, layer - layers)
         for shift in (0, 1):
-            found = [set(word_alignment(tokenizer.src.id_to_piece(s_ids + [EOS_ID]),
-                                        tokenizer.tgt.id_to_piece(t_ids), w[shift:], source))
+            found = [set(word_alignment(tokenizer, source, s_ids, t_ids, w[shift:]))
                      for source, s_ids, t_ids, w in zip(sources, src_ids, tgt_ids, weights)]
             rows.append({"run": run.name, "layer": f"{layer + 1} of {layers}",
                          "read at": "input (shift-att)" if shift else "output",

@@ -3,11 +3,11 @@
 Attention weights are a soft alignment (Bahdanau et al., 2015, drew them as one). A hard
 alignment links each target piece to the source piece it attends to most, over the
 teacher-forced cross-attention of one decoder layer, averaged over its heads; pieces then map
-to the words they belong to (a piece that opens with "▁" starts a word), and the links of a
-word pair count once. The result is the Pharaoh format that fast_align writes and Marian and
-fairseq print: "0-0 1-2 2-1", source-target pairs of 0-based word positions, words split at
-whitespace as the user wrote them (a language tag the line opens with is its word 0, linked
-to nothing).
+to the words they belong to, and the links of a word pair count once. The result is the
+Pharaoh format that fast_align writes and Marian and fairseq print: "0-0 1-2 2-1",
+source-target pairs of 0-based word positions. Words are split at whitespace as Python's
+str.split does: those of the line as the user wrote it (a language tag the line opens with is
+its word 0, linked to nothing), and those of the translation's text.
 
 Which attention aligns best was measured on 30 hand-aligned sentence pairs of Multi30k's
 validation set (bench/alignment.py, bench/RESULTS.md): the Transformer's second-to-last decoder
@@ -16,14 +16,22 @@ layer, as Garg et al. (2019) found, read at the step that outputs the target pie
 
 from __future__ import annotations
 
+import codecs
+from collections.abc import Iterator
+
+import sentencepiece as spm
 import torch
 
 from .data import pad, source_tensor
-from .languages import TAG
 from .models import Seq2Seq, attention_by_layer
-from .special_tokens import EOS_PIECE, SOS_ID
+from .special_tokens import SOS_ID
+from .tokenizer import Tokenizer
 
 WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece
+UNKNOWN_SURFACE = " \u2047 "  # what SentencePiece decodes <unk> to
+# hypothesis_attention's bound on pairs x target x source positions read at once (about 100 MB
+# of weights for 4 heads and 3+3 layers)
+ATTENTION_CELLS = 2**20
 ALIGNMENT_LAYER = -2  # the decoder layer read, counted from the top (a one-layer decoder: it)
 
 Link = tuple[int, int]  # (source word, target word)
@@ -35,27 +43,74 @@ def alignment_layer(num_layers: int) -> int:
     return num_layers + max(ALIGNMENT_LAYER, -num_layers)
 
 
-def word_positions(pieces: list[str], first: int = 0) -> list[int | None]:
-    """The word each piece belongs to, counted from `first`: a piece that opens with "▁"
-    starts the next one. <eos> and language tags are not text: None (a line that opened with
-    its own tag counts it as word 0, and its text from `first` = 1)."""
+def source_positions(tokenizer: Tokenizer, line: str, src_ids: list[int]) -> list[int | None]:
+    """The word of `line` that each of its source ids comes from; None for a language tag.
+    Each word is encoded alone: SentencePiece never joins pieces across a space, so their
+    ids are the line's, and this holds where SentencePiece and Python disagree about what a
+    space is (a zero-width space splits a word into pieces of two words, but is no space to
+    str.split). Where even so they differ, the ids are read as text (text_positions)."""
+    words = line.split()
+    tagged = src_ids[:1] != [] and src_ids[0] in tokenizer.tag_ids  # added, or the line's own
+    own = tagged and words[:1] != [] and tokenizer.tags.get(words[0]) == src_ids[0]
+    first, words = (1, words[1:]) if own else (0, words)
+    ids = src_ids[1:] if tagged else src_ids
+    encoded = tokenizer.src.encode(words) if words else []
+    if [i for word in encoded for i in word][: len(ids)] == ids:
+        positions = [first + k for k, word in enumerate(encoded) for _ in word]
+    else:
+        positions = [None if p is None else min(first + p, first + len(words) - 1)
+                     for p in text_positions(tokenizer.src, ids)]
+    return [None] * tagged + positions[: len(ids)]
+
+
+def text_positions(processor: spm.SentencePieceProcessor, ids: list[int]) -> list[int | None]:
+    """The word of the decoded text (split as str.split does) that each id falls in: that of
+    its first character that is no space. A piece of spaces alone belongs to the next word
+    (None when none follows), a piece that adds no character to the text (a byte piece after
+    the first of a character) to that of the piece before."""
     positions: list[int | None] = []
-    word = first - 1
-    for piece in pieces:
-        if piece == EOS_PIECE or TAG.fullmatch(piece):
-            positions.append(None)
-            continue
-        if piece.startswith(WORD_START) or word < first:
-            word += 1
-        positions.append(word)
-    return positions
+    words, in_word = 0, False  # words begun so far
+    for surface in surfaces(processor, ids):
+        word = None
+        for character in surface:
+            if character.isspace():
+                in_word = False
+                continue
+            if not in_word:
+                words, in_word = words + 1, True
+            word = words - 1 if word is None else word
+        if word is None and not surface and positions:
+            word = positions[-1]
+        positions.append(word if word is not None else -1 - words)  # -1 - (the next word)
+    return [p if p >= 0 else (-1 - p if -1 - p < words else None) for p in positions]
+
+
+def surfaces(processor: spm.SentencePieceProcessor, ids: list[int]) -> list[str]:
+    """The text each id becomes when the ids are decoded together: "▁" a space, <unk> " ⁇ ",
+    a control piece nothing, and a byte piece the characters its byte completes in UTF-8
+    (nothing for the first bytes of a character; an invalid byte: "\ufffd", as
+    SentencePiece writes one)."""
+    out: list[str] = []
+    spell = codecs.getincrementaldecoder("utf-8")("replace")
+    for i, next_id in zip(ids, [*ids[1:], None]):
+        if processor.is_byte(i):
+            last = next_id is None or not processor.is_byte(next_id)  # of its run
+            out.append(spell.decode(bytes([int(processor.id_to_piece(i)[1:-1], 16)]), last))
+        elif processor.is_unknown(i):
+            out.append(UNKNOWN_SURFACE)
+        elif processor.is_control(i):
+            out.append("")
+        else:
+            out.append(processor.id_to_piece(i).replace(WORD_START, " "))
+    return out
 
 
 def hard_links(weights: torch.Tensor, source_words: list[int | None],
                target_words: list[int | None]) -> list[Link]:
-    """(source word, target word) pairs, sorted: each target piece of the text linked to the
-    source piece of the text with the highest weight in its row. `weights` has a row per
-    target piece (the pieces' own, already shifted) and a column per source piece."""
+    """(source word, target word) pairs, sorted: each target piece of a word linked to the
+    source piece of a word with the highest weight in its row. `weights` has a row per
+    target piece (and maybe more) and a column per source piece (and maybe more); the words
+    are those of source_positions and text_positions (None: no word)."""
     columns = [i for i, word in enumerate(source_words) if word is not None]
     if not columns:
         return []
@@ -82,12 +137,11 @@ def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: l
     source tokens + 1) per pair, float32 on the CPU, a row per step that outputs a token
     (then <eos>) and a column per source token (then <eos>). The Transformer's is decoder
     layer `layer`'s (counted from the top: -1 the last; ALIGNMENT_LAYER for alignments),
-    averaged over heads; the GRU has one. Read `batch_size` pairs at a time, padded: padding
-    is masked, so it changes no weight."""
+    averaged over heads; the GRU has one. Up to `batch_size` pairs are read at a time,
+    padded (padding is masked, so it changes no weight), fewer when they are long."""
     out = []
-    for start in range(0, len(hypotheses), batch_size):
-        chunk_sources = sources[start : start + batch_size]
-        chunk = hypotheses[start : start + batch_size]
+    for start, end in attention_batches(sources, hypotheses, batch_size):
+        chunk_sources, chunk = sources[start:end], hypotheses[start:end]
         src = source_tensor(chunk_sources).to(device)  # (pairs, src_len)
         tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in chunk]).to(device)
         layers = attention_by_layer(model, src, tgt_in)
@@ -96,11 +150,27 @@ def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: l
     return out
 
 
-def word_alignment(source_pieces: list[str], target_pieces: list[str], weights: torch.Tensor,
-                   line: str) -> list[Link]:
-    """The hard word alignment of one translation of `line`, from its hypothesis_attention at
-    ALIGNMENT_LAYER."""
-    words = line.split()
-    own_tag = bool(words) and TAG.fullmatch(words[0]) is not None
-    return hard_links(weights, word_positions(source_pieces, first=int(own_tag)),
-                      word_positions(target_pieces))
+def attention_batches(sources: list[list[int]], hypotheses: list[list[int]],
+                      batch_size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive pairs read together: at most `batch_size`, and, past the
+    first, no more than ATTENTION_CELLS padded (source, target) positions in all. Every
+    layer's weights are kept at once, a tensor of that many cells per head and layer."""
+    start = 0
+    while start < len(hypotheses):
+        end, longest_source, longest_target = start, 0, 0
+        while end < len(hypotheses) and end - start < batch_size:
+            source = max(longest_source, len(sources[end]) + 1)
+            target = max(longest_target, len(hypotheses[end]) + 1)
+            if end > start and (end - start + 1) * source * target > ATTENTION_CELLS:
+                break
+            end, longest_source, longest_target = end + 1, source, target
+        yield start, end
+        start = end
+
+
+def word_alignment(tokenizer: Tokenizer, line: str, src_ids: list[int], tokens: list[int],
+                   weights: torch.Tensor) -> list[Link]:
+    """The hard word alignment of the translation `tokens` of `line` (whose source ids are
+    `src_ids`) from its hypothesis_attention at ALIGNMENT_LAYER."""
+    return hard_links(weights, source_positions(tokenizer, line, src_ids),
+                      text_positions(tokenizer.tgt, tokens))

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from ._version import __version__
-from .alignment import alignment_layer
+from .alignment import ALIGNMENT_LAYER, alignment_layer
 from .checkpoint import Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
 from .ct2 import EXPORT_FILE, import_ctranslate2
@@ -168,7 +168,7 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
         "format": "ctranslate2", "nmt_version": __version__, "run": str(run.path.resolve()),
         "quantization": quantization, "max_positions": run.config.model.max_positions,
         "target_languages": target_languages(run.config.data.tgt_lang),
-        "alignment_layer": alignment_layer(run.config.model.num_decoder_layers),
+        "alignment_layer": ALIGNMENT_LAYER,  # the rule; alignment_layer() the layer it picks
         "ctranslate2_version": ctranslate2.__version__}, indent=2) + "\n")
     if out_dir.exists():
         shutil.rmtree(out_dir)

@@ -200,8 +200,8 @@ class Translator(Engine):
             aligned = (self.attention(src_ids, found, ALIGNMENT_LAYER, config) if alignment
                        else None)
         links = [None] * len(found) if aligned is None else [
-            self.alignments(line, src, hyps, w)
-            for line, src, hyps, w in zip(lines, src_ids, found, aligned)]
+            [word_alignment(self.run.tokenizer, line, src, h.tokens, w) for h, w in zip(hyps, ws)]
+            for line, src, hyps, ws in zip(lines, src_ids, found, aligned)]
         return [detokenize(self.run.tokenizer, src, hyps, w, a) for src, hyps, w, a
                 in zip(src_ids, found, weights or [None] * len(found), links)]
 
@@ -223,14 +223,6 @@ class Translator(Engine):
                                          [tokens for _, tokens in pairs], self.device, layer,
                                          config.batch_size))
         return [[next(flat) for _ in hyps] for hyps in found]
-
-    def alignments(self, line: str, src_ids: list[int], hypotheses: list[Hypothesis],
-                   weights: list[torch.Tensor]) -> list[list[Link]]:
-        """Each hypothesis's word alignment to `line` from its attention (alignment.py)."""
-        tokenizer = self.run.tokenizer
-        source = tokenizer.src.id_to_piece(src_ids + [EOS_ID])
-        return [word_alignment(source, tokenizer.tgt.id_to_piece(h.tokens + [EOS_ID]), w, line)
-                for h, w in zip(hypotheses, weights)]
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
         """The random state of sampling with config.sampling_seed: one for all of this Translator's

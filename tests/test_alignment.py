@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,18 @@ import torch
 from test_cli import invoke, one_line_error
 from test_nbest import SETTINGS, train_tiny_run
 
-from nmt_cli.alignment import ALIGNMENT_LAYER, hard_links, pharaoh, word_positions
-from nmt_cli.config import DecodeConfig
+from nmt_cli.alignment import (
+    ATTENTION_CELLS,
+    attention_batches,
+    hard_links,
+    pharaoh,
+    source_positions,
+    surfaces,
+    text_positions,
+)
+from nmt_cli.config import DecodeConfig, TokenizerConfig
+from nmt_cli.special_tokens import UNK_ID
+from nmt_cli.tokenizer import Tokenizer
 from nmt_cli.translate import Translator
 
 from conftest import read_sample, write_corpus
@@ -21,20 +32,61 @@ from conftest import read_sample, write_corpus
 E = "\u2581"  # the mark that opens a piece starting a word
 
 
-def test_a_piece_that_opens_with_the_mark_starts_a_word():
-    pieces = [f"{E}A", f"{E}group", f"{E}load", "ing", f"{E}cott", "on", ".", "<eos>"]
-    assert word_positions(pieces) == [0, 1, 2, 2, 3, 3, 3, None]
-    assert word_positions(["Ein", f"{E}Mann"]) == [0, 1]  # a first piece without the mark
-    assert word_positions([f"{E}", "stellen", f"{E}Eis", "<0xC3>", "<0xA4>"]) == [0, 0, 1, 1, 1]
-    # A language tag is no word of the text; a line that opened with it counts it as word 0.
-    assert word_positions(["<2de>", f"{E}A", f"{E}man", "<eos>"]) == [None, 0, 1, None]
-    assert word_positions(["<2de>", "A", f"{E}man", "<eos>"], first=1) == [None, 1, 2, None]
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory) -> Tokenizer:
+    """A small tokenizer of the sample corpus, with byte pieces for characters it lacks."""
+    return Tokenizer.train(read_sample("train", "en", 300), read_sample("train", "de", 300),
+                           TokenizerConfig(vocab_size=500, byte_fallback=True,
+                                           character_coverage=0.995),
+                           tmp_path_factory.mktemp("tokenizer"))
+
+
+def test_each_piece_falls_in_a_word_of_the_decoded_text(tokenizer):
+    sp = tokenizer.tgt
+    ids = sp.piece_to_id
+    assert text_positions(sp, ids([f"{E}Ein", f"{E}", "M", f"{E}Mann"])) == [0, 1, 1, 2]
+    assert text_positions(sp, ids([f"{E}Ein", f"{E}"])) == [0, None]  # "Ein ": one word
+    assert text_positions(sp, ids([f"{E}", f"{E}Ein"])) == [0, 0]  # "Ein"
+    # <unk> is decoded " ⁇ ", a word of its own even inside one
+    assert text_positions(sp, [*ids([f"{E}Ein"]), UNK_ID, *ids(["M", f"{E}Mann"])]) == [0, 1, 2, 3]
+    umlaut = sp.encode("☃")  # a character the vocabulary lacks: its bytes
+    assert len(umlaut) > 2 and all(sp.is_byte(i) for i in umlaut[1:])
+    assert text_positions(sp, [*ids([f"{E}Ein"]), *umlaut]) == [0] + [1] * len(umlaut)
+    # Any ids at all: every word of the text gets pieces, in order.
+    rng = random.Random(0)
+    vocabulary = [i for i in range(sp.get_piece_size()) if not sp.is_control(i)]
+    for _ in range(1000):
+        ids = rng.choices(vocabulary, k=rng.randint(0, 12))
+        words = sp.decode(ids).split()
+        positions = text_positions(sp, ids)
+        found = [p for p in positions if p is not None]
+        assert found == sorted(found) and set(found) == set(range(len(words))), ids
+        spelt = "".join(surfaces(sp, ids)).split()  # invalid UTF-8: how many "\ufffd" aside
+        assert [w.replace("\ufffd", "") for w in spelt] == [w.replace("\ufffd", "") for w in words]
+
+
+def test_source_words_are_the_lines_own(tokenizer):
+    def positions(line: str) -> list:
+        return source_positions(tokenizer, line, tokenizer.encode_src([line])[0])
+
+    def each_word(*words: str) -> list:
+        return [k for k, word in enumerate(words) for _ in tokenizer.src.encode(word)]
+
+    assert positions("  Two  dogs. ") == each_word("Two", "dogs.")
+    # A zero-width space splits a word into two words' pieces, but is no space to str.split
+    assert positions("A\u200bman rides") == each_word("A\u200bman", "rides")
+    assert len(tokenizer.src.encode("A\u200bman")) > len(tokenizer.src.encode("Aman"))
+    # A model of one language has no tags: "<2de>" is text, the line's word 0.
+    assert positions("<2de> A man") == each_word("<2de>", "A", "man")
+    line = "A man rides a horse"
+    ids = tokenizer.encode_src([line])[0]
+    whole = each_word(*line.split())
+    assert source_positions(tokenizer, line, ids[:-3]) == whole[:-3]  # a source cut short
 
 
 def test_each_target_piece_links_the_source_piece_it_attends_to_most():
-    # Columns: <2de>, "▁A", "▁man", "s", <eos>; rows: "▁Ein", "▁Mann", "er", <eos>.
-    source = word_positions(["<2de>", f"{E}A", f"{E}man", "s", "<eos>"])
-    target = word_positions([f"{E}Ein", f"{E}Mann", "er", "<eos>"])
+    # Columns: a tag, "▁A", "▁man", "s", <eos>; rows: "▁Ein", "▁Mann", "er", <eos>.
+    source, target = [None, 0, 1, 1], [0, 1, 1]
     weights = torch.tensor([[0.9, 0.06, 0.02, 0.01, 0.01],  # the tag is passed over: "▁A"
                             [0.0, 0.10, 0.20, 0.30, 0.40],  # <eos> too: "s", of word 1
                             [0.0, 0.50, 0.30, 0.10, 0.10],  # "er" (word 1) to "▁A"
@@ -42,7 +94,17 @@ def test_each_target_piece_links_the_source_piece_it_attends_to_most():
     links = hard_links(weights, source, target)
     assert links == [(0, 0), (0, 1), (1, 1)]
     assert pharaoh(links) == "0-0 0-1 1-1"
-    assert hard_links(weights, [None] * 5, target) == []  # a source of no text
+    assert hard_links(weights, [None] * 4, target) == []  # a source of no text
+    assert hard_links(weights, source, [None, 0, None]) == [(1, 0)]  # row 1 alone
+
+
+def test_long_pairs_are_read_fewer_at_a_time():
+    short, long = [5] * 10, [5] * 600
+    assert list(attention_batches([short] * 5, [short] * 5, 2)) == [(0, 2), (2, 4), (4, 5)]
+    assert list(attention_batches([long] * 5, [long] * 5, 64)) == [
+        (0, 2), (2, 4), (4, 5)]  # 601 x 601 x 3 pairs is over ATTENTION_CELLS
+    assert 2 * 601 * 601 <= ATTENTION_CELLS < 3 * 601 * 601
+    assert list(attention_batches([long * 3], [long * 3], 64)) == [(0, 1)]  # one, whatever
 
 
 @pytest.fixture(scope="module")
@@ -115,10 +177,6 @@ def test_alignment_needs_one_model_that_attends(tiny_run, tmp_path):
     one_line_error(result, "--alignment: this GRU has no attention (model.attention = none)")
 
 
-def test_the_layer_read_is_the_one_measured_best():
-    assert ALIGNMENT_LAYER == -2  # bench/alignment.py: the second-to-last layer
-
-
 MIRROR = os.environ.get("NMT_MULTI30K_MIRROR", "")
 
 
@@ -136,6 +194,20 @@ def test_the_hand_made_alignments_score_as_alignment_error_rate_defines():
         "aer": round(100 * (1 - 2 * found / (found + sure)), 1)}
     assert monotone("a b c d", "x y") == {(0, 0), (2, 1)}
     assert monotone("a b", "w x y z") == {(0, 0), (0, 1), (1, 2), (1, 3)}
+
+
+def test_the_alignment_bench_scores_every_decoder_layer_of_a_run(tmp_path):
+    from bench.alignment import layer_rows, markdown
+
+    run = train_tiny_run(tmp_path)  # one decoder layer
+    sources, targets = read_sample("val", "en", 3), read_sample("val", "de", 3)
+    gold = [{(j, j) for j in range(min(len(s.split()), len(t.split())))}
+            for s, t in zip(sources, targets)]
+    rows = layer_rows(run, sources, targets, gold)
+    assert [(r["layer"], r["read at"]) for r in rows] == [("1 of 1", "output"),
+                                                         ("1 of 1", "input (shift-att)")]
+    assert all(0 <= r[key] <= 100 for r in rows for key in ("aer", "precision", "recall"))
+    assert markdown(rows).count("\n") == 3
 
 
 @pytest.mark.skipif(not (MIRROR and Path(MIRROR).is_dir()),

@@ -189,6 +189,7 @@ def test_translate_and_eval_with_either_engine(cli_run, tmp_path):
 
 
 def test_export_errors_are_one_line(cli_run, tmp_path):
+    (tmp_path / "in.en").write_text(TEST[0] + "\n", encoding="utf-8")
     one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2"),
                    "already holds files", "--force")
     assert invoke("export", str(cli_run), "--format", "ctranslate2", "--force",
@@ -201,18 +202,29 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
                           "Hello."), "no CTranslate2 export", "nmt export")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--format", "jsonl", "--attention", "Hello."), "--attention")
+    from nmt_cli.ct2 import CTranslate2Translator
+
     aligned = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
-                     "--alignment", "Hello.")
-    assert aligned.exit_code == 0 and " ||| 0-0" in aligned.stdout
+                     "--alignment", "-i", str(tmp_path / "in.en"))
+    (found,) = CTranslate2Translator.from_dir(cli_run, "cpu").translate_nbest(
+        [TEST[0]], DecodeConfig(), alignment=True)
+    assert aligned.exit_code == 0 and aligned.stdout == (
+        f"{found[0].text} ||| {' '.join(f'{s}-{t}' for s, t in found[0].alignment)}\n")
     meta_file = cli_run / "ctranslate2" / "nmt-export.json"
-    meta = json.loads(meta_file.read_text())
-    del meta["alignment_layer"]  # as exports made before alignments were
-    meta_file.write_text(json.dumps(meta))
-    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
-                          "--alignment", "Hello."), "--alignment: this export was made before",
-                   f"nmt export {cli_run} --format ctranslate2 --force")
-    meta["alignment_layer"] = 0
-    meta_file.write_text(json.dumps(meta))
+    kept = meta_file.read_text()
+    meta = json.loads(kept)
+    try:
+        for layer in (None, -1):  # made before alignments, or for another layer
+            if layer is None:
+                del meta["alignment_layer"]
+            else:
+                meta["alignment_layer"] = layer
+            meta_file.write_text(json.dumps(meta))
+            one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
+                                  "--alignment", "Hello."), "--alignment: this export was made "
+                           "before", f"nmt export {cli_run} --format ctranslate2 --force")
+    finally:
+        meta_file.write_text(kept)
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--device", "mps", "Hello."), "mps")
 
