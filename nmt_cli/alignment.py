@@ -105,22 +105,24 @@ def surfaces(processor: spm.SentencePieceProcessor, ids: list[int]) -> list[str]
     return out
 
 
-def hard_links(weights: torch.Tensor, source_words: list[int | None],
-               target_words: list[int | None]) -> list[Link]:
-    """(source word, target word) pairs, sorted: each target piece of a word linked to the
-    source piece of a word with the highest weight in its row. `weights` has a row per
-    target piece (and maybe more) and a column per source piece (and maybe more); the words
-    are those of source_positions and text_positions (None: no word)."""
+def piece_links(weights: torch.Tensor, source_words: list[int | None],
+                target_words: list[int | None]) -> list[tuple[int, int]]:
+    """(target piece, source piece) for each target piece of a word: the source piece of a
+    word with the highest weight in its row. `weights` has a row per target piece (and maybe
+    more) and a column per source piece (and maybe more); the words are those of
+    source_positions and text_positions (None: no word)."""
     columns = [i for i, word in enumerate(source_words) if word is not None]
     if not columns:
         return []
-    links = set()
-    for row, target_word in enumerate(target_words[: weights.size(0)]):
-        if target_word is None:
-            continue
-        best = columns[int(weights[row, columns].argmax())]
-        links.add((source_words[best], target_word))
-    return sorted(links)
+    return [(row, columns[int(weights[row, columns].argmax())])
+            for row, word in enumerate(target_words[: weights.size(0)]) if word is not None]
+
+
+def hard_links(weights: torch.Tensor, source_words: list[int | None],
+               target_words: list[int | None]) -> list[Link]:
+    """The (source word, target word) pairs of piece_links, sorted, each once."""
+    return sorted({(source_words[column], target_words[row])
+                   for row, column in piece_links(weights, source_words, target_words)})
 
 
 def pharaoh(links: list[Link]) -> str:

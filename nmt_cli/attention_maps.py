@@ -22,6 +22,13 @@ from pathlib import Path
 
 import torch
 
+from .alignment import (
+    alignment_layer,
+    hard_links,
+    piece_links,
+    source_positions,
+    text_positions,
+)
 from .checkpoint import Run
 from .config import DecodeConfig, check_choice
 from .data import Batch
@@ -58,6 +65,12 @@ class AttentionMaps:
     num_layers: int
     num_heads: int
     maps: list[HeadMap]
+    # cross: what `nmt translate --alignment` reads, the mean of the heads of this layer (from
+    # 1): the [row, column] it picks for each output piece of a word (alignment.piece_links),
+    # and the [source word, output word] links they make; None for the other kinds
+    alignment_layer: int | None = None
+    alignment_cells: list[list[int]] | None = None
+    alignment: list[list[int]] | None = None
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -82,13 +95,13 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
         out_ids = translate_ids(run.model, [src_ids], config, translator.device, encode_prefixes(
             run.tokenizer, [prefix], [sentence], run.model.max_positions, translator.warn))[0]
     out_ids = out_ids[: run.model.max_positions - 1]  # <sos> and each token read, positioned
-    return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device)
+    return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device, sentence)
 
 
 def collect_maps(run: Run, src_ids: list[int], out_ids: list[int], kind: str, layer: int | str,
-                 head: int | str, device: torch.device) -> AttentionMaps:
-    """The maps of `kind` for a source and its translation (token ids), `layer` and `head`
-    as parse_index gives them."""
+                 head: int | str, device: torch.device, line: str) -> AttentionMaps:
+    """The maps of `kind` for a source `line` (its ids) and its translation (token ids),
+    `layer` and `head` as parse_index gives them."""
     num_layers, num_heads = map_counts(run.model, kind)
     layers = attention_weights(run.model, src_ids, out_ids, kind, device)
     source = [run.tokenizer.src.id_to_piece(i) for i in src_ids] + ["<eos>"]
@@ -97,9 +110,20 @@ def collect_maps(run: Run, src_ids: list[int], out_ids: list[int], kind: str, la
                      "decoder": (["<sos>", *output[:-1]],) * 2}[kind]
     model = run.config.model
     name = model.arch if model.arch != "gru" else f"gru ({model.attention})"
-    return AttentionMaps(run.path.name or str(run.path), name, kind,
+    maps = AttentionMaps(run.path.name or str(run.path), name, kind,
                          run.tokenizer.decode_tgt([out_ids])[0], source, output, rows, columns,
                          num_layers, num_heads, select_maps(layers, layer, head))
+    if kind == "cross":
+        aligned = alignment_layer(num_layers)
+        source_words = source_positions(run.tokenizer, line, src_ids)
+        output_words = text_positions(run.tokenizer.tgt, out_ids)
+        weights = layers[aligned].mean(0)  # (rows, columns)
+        maps.alignment_layer = aligned + 1
+        maps.alignment_cells = [list(cell) for cell in piece_links(weights, source_words,
+                                                                     output_words)]
+        maps.alignment = [list(link) for link in hard_links(weights, source_words,
+                                                              output_words)]
+    return maps
 
 
 def map_counts(model: Seq2Seq, kind: str) -> tuple[int, int]:
@@ -166,7 +190,7 @@ def draw_validation_attention(run: Run, sentences: list[str], folder: Path, step
     last, drawn = map_counts(run.model, "cross")[0], []
     for k, (src, out) in enumerate(zip(src_ids, out_ids), 1):
         if src:
-            maps = collect_maps(run, src, out, "cross", last, "all", device)
+            maps = collect_maps(run, src, out, "cross", last, "all", device, sentences[k - 1])
             maps.run = f"{maps.run} at step {step}"
             drawn.append(draw_attention(maps.to_json(), folder / f"step-{step:06d}-{k}.png"))
     return drawn

@@ -27,6 +27,7 @@ PICTURE_SUFFIXES = (".png", ".svg")
 DPI = 100  # small files: a committed PNG stays well under 200 KB
 MAX_SIZE = 15.0  # inches across and down: larger grids get smaller cells
 COLOR_MAP = "viridis"
+ALIGNMENT_COLOR = "#ff3b30"  # the outline of the cells word alignment picks: red on viridis
 
 
 def check_picture_path(path: Path | str) -> Path:
@@ -89,7 +90,10 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     columns = max(30, int(width * DPI / 8))
     translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
     title = textwrap.fill(f"“{translation}”", columns)
-    figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}",
+    aligned = ("" if not maps.get("alignment_cells") else
+               f"\nred squares: the cells word alignment picks (layer {maps['alignment_layer']}, "
+               "mean of its heads)")
+    figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}{aligned}",
                     fontsize=10)
     return save(figure, path)
 
@@ -118,6 +122,10 @@ def draw_heatmap(ax, panel: dict, maps: dict, cell: float, labels: tuple[bool, b
     font = max(4.0, min(7.0, cell * 34))  # points: smaller cells, smaller labels
     image = ax.imshow(panel["weights"], cmap=COLOR_MAP, vmin=0.0, vmax=1.0,
                       interpolation="nearest", aspect="equal")
+    if maps.get("alignment_cells"):  # a square around each cell, as wide as the cell
+        rows, columns = zip(*maps["alignment_cells"])
+        ax.scatter(columns, rows, marker="s", s=(cell * 72 * 0.85) ** 2, facecolors="none",
+                   edgecolors=ALIGNMENT_COLOR, linewidths=max(0.4, cell * 4))
     x_name, y_name = AXIS_NAMES[maps["kind"]]
     if labels[0]:
         ax.set_xticks(range(len(maps["columns"])), maps["columns"], rotation=90, fontsize=font)

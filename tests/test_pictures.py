@@ -24,6 +24,7 @@ from test_learning import VOCAB, reverse_task
 from typer.testing import CliRunner
 
 from nmt_cli import DecodeConfig, UserError, pictures, resolve_config, training
+from nmt_cli.alignment import ALIGNMENT_LAYER, hard_links, hypothesis_attention
 from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
 from nmt_cli.cli import app
 from nmt_cli.data import Batch
@@ -187,6 +188,31 @@ def test_a_model_that_learned_to_copy_looks_at_the_piece_it_copies(arch, attenti
         aligned += int((looked_at == torch.arange(len(target))).sum())
         total += len(target)
     assert aligned / total >= 0.9, f"{arch} ({attention}): {aligned / total:.0%} aligned"
+    # Each token a word: word alignment links each output word to the source word it copies.
+    weights = hypothesis_attention(model, sources, targets, torch.device("cpu"), ALIGNMENT_LAYER)
+    links = [link for source, target, w in zip(sources, targets, weights)
+             for link in hard_links(w, list(range(len(source))), list(range(len(target))))]
+    diagonal = sum(s == t for s, t in links) / len(links)
+    assert diagonal >= 0.9, f"{arch} ({attention}): {diagonal:.0%} of links to the same word"
+
+
+def test_cross_maps_mark_the_cells_word_alignment_picks(runs):
+    for arch, run in runs.items():
+        translator = Translator.from_run(run, "cpu")
+        maps = attention_maps(translator, SENTENCE, layer="all", head="mean").to_json()
+        chosen = [m for m in maps["maps"] if m["layer"] == maps["alignment_layer"]][0]
+        weights = torch.tensor(chosen["weights"])  # the mean of that layer's heads
+        cells = maps["alignment_cells"]
+        assert [row for row, _ in cells] == list(range(len(cells)))  # a cell per piece
+        assert len(cells) >= len(maps["translation"].split())
+        for row, column in cells:  # the most attended source piece (not <eos>)
+            assert weights[row, column] == weights[row, :-1].max()
+        (found,) = translator.translate_nbest([SENTENCE], DecodeConfig(), alignment=True)
+        assert maps["alignment"] == [list(link) for link in found[0].alignment], arch
+        assert maps["translation"] == found[0].text
+    encoder = attention_maps(Translator.from_run(runs["transformer"], "cpu"), SENTENCE,
+                             "encoder").to_json()
+    assert encoder["alignment"] is encoder["alignment_cells"] is None
 
 
 def test_a_gru_without_attention_has_no_map():
