@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import add_data_option, multi30k_dir, new_parser, report_table
+from .common import (
+    add_data_option,
+    markdown_table,
+    multi30k_dir,
+    new_parser,
+    report_table,
+)
 
 GOLD = Path(__file__).resolve().parent / "alignment.en-de.tsv"
 
@@ -89,11 +95,10 @@ def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| run | decoder layer | read at the piece's | AER | precision | recall |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['run']} | {r['layer']} | {r['read at']} | {r['aer']:.1f}% | "
-              f"{r['precision']:.1f}% | {r['recall']:.1f}% |" for r in rows]
-    return "\n".join(lines)
+    return markdown_table(
+        ["run", "decoder layer", "read at the piece's", "AER", "precision", "recall"],
+        [[r["run"], r["layer"], r["read at"], *(f"{r[key]:.1f}%" for key in
+                                                ("aer", "precision", "recall"))] for r in rows])
 
 
 def main() -> None:

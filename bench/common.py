@@ -146,6 +146,12 @@ def report_table(compute, json_path: Path | None, markdown) -> None:
     print("\n" + markdown(result))
 
 
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    """A Markdown table: the header, its rule, and a line per row of cells."""
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(map(str, cells)) + " |" for cells in lines)
+
+
 def add_data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, metavar="DIR",
                         help="the Multi30k folder (default: data/multi30k, fetched on first use; "

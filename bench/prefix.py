@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import new_parser, report_table
+from .common import markdown_table, new_parser, report_table
 
 
 def next_word_accuracy(run: Path, split: str, words: int, beam: int) -> list[dict]:
@@ -86,11 +86,10 @@ def percent(count: int, total: int) -> float:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| words given | sentences | next word right | without the prefix | seconds |",
-             "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['words_given']} | {r['sentences']:,} | {r['next_word_accuracy']:.2f}% | "
-              f"{r['without_prefix']:.2f}% | {r['seconds']:.1f} |" for r in rows]
-    return "\n".join(lines)
+    return markdown_table(
+        ["words given", "sentences", "next word right", "without the prefix", "seconds"],
+        [[r["words_given"], f"{r['sentences']:,}", f"{r['next_word_accuracy']:.2f}%",
+          f"{r['without_prefix']:.2f}%", f"{r['seconds']:.1f}"] for r in rows])
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import METRICS_FILE, metrics_records
+from .checkpoint import METRICS_FILE, metrics_records, read_config
 from .errors import UserError
 
 LANGUAGE_BLEU = "val_bleu_"  # then a target language: validation.validate
@@ -90,3 +90,15 @@ def learning_curves(run_dirs: list[Path | str]) -> list[LearningCurve]:
     if not run_dirs:
         raise UserError("name at least one run directory")
     return [learning_curve(run_dir) for run_dir in run_dirs]
+
+
+def ranking_metric(run_dirs: list[Path | str]) -> str:
+    """The validation score to draw by default: "chrf" when every run ranks its validations
+    by chrF (train.best_metric), else "bleu" (a run ranked by loss, or without its config)."""
+    def ranks_by(run_dir: Path | str) -> str:
+        try:
+            return read_config(Path(run_dir))[0].train.best_metric
+        except UserError:
+            return "bleu"
+
+    return "chrf" if all(ranks_by(run_dir) == "chrf" for run_dir in run_dirs) else "bleu"

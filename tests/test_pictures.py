@@ -28,7 +28,7 @@ from nmt_cli.alignment import ALIGNMENT_LAYER, hard_links, hypothesis_attention
 from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
 from nmt_cli.cli import app
 from nmt_cli.data import Batch
-from nmt_cli.learning_curves import learning_curves, read_metrics
+from nmt_cli.learning_curves import learning_curves, ranking_metric, read_metrics
 from nmt_cli.loss import output_cross_entropy
 from nmt_cli.models import build_model
 from nmt_cli.special_tokens import PAD_ID
@@ -301,6 +301,22 @@ def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
     older = {**printed["runs"][0], "val_chrf": [None] * len(printed["runs"][0]["val_steps"])}
     pictures.draw_curves([older], tmp_path / "older.png", "chrf")  # logged no chrF: a gap
     assert_real_picture(tmp_path / "older.png", *pictures.CURVES_SIZE)
+
+
+def test_plot_draws_the_score_every_run_ranks_by(runs, tmp_path):
+    chrf = tmp_path / "by-chrf"
+    shutil.copytree(runs["transformer"], chrf)
+    described = json.loads((chrf / "config.json").read_text())
+    described["config"]["train"]["best_metric"] = "chrf"
+    (chrf / "config.json").write_text(json.dumps(described))
+    assert ranking_metric([chrf]) == "chrf"
+    assert ranking_metric([chrf, runs["gru"]]) == ranking_metric([tmp_path]) == "bleu"
+    for name, options in (("default", []), ("chrf", ["--metric", "chrf"]),
+                          ("bleu", ["--metric", "bleu"])):
+        result = invoke("plot", str(chrf), *options, "-o", str(tmp_path / f"{name}.png"))
+        assert result.exit_code == 0, result.output
+    default, bleu = read_png(tmp_path / "default.png"), read_png(tmp_path / "bleu.png")
+    assert (default == read_png(tmp_path / "chrf.png")).all() and (default != bleu).any()
 
 
 def test_bleu_by_length_bars(tmp_path):

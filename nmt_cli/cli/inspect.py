@@ -16,7 +16,7 @@ from ..attention_maps import ATTENTION_KINDS, attention_maps
 from ..checkpoint import latest_run
 from ..config import DecodeConfig
 from ..data import check_utf8
-from ..learning_curves import learning_curves
+from ..learning_curves import learning_curves, ranking_metric
 from ..pictures import METRIC_NAMES, check_picture_path, draw_attention, draw_curves
 from ..translate import Translator
 from .common import RunOption, app, choices, user_errors, with_decode_options
@@ -24,7 +24,6 @@ from .common import RunOption, app, choices, user_errors, with_decode_options
 AttentionKind = choices("AttentionKind", ATTENTION_KINDS)
 CROSS = AttentionKind("cross")
 PlotMetric = choices("PlotMetric", tuple(METRIC_NAMES))
-PLOT_BLEU = PlotMetric("bleu")
 
 JsonOption = Annotated[bool, typer.Option(
     "--json", help="Print the numbers as one JSON object instead of drawing.")]
@@ -70,8 +69,9 @@ def plot(
     output: Annotated[Path, typer.Option(
         "--output", "-o", help="Picture to write: .png or .svg.")] = Path("curves.png"),
     as_json: JsonOption = False,
-    metric: Annotated[PlotMetric, typer.Option(
-        help="The validation score drawn: bleu or chrf.")] = PLOT_BLEU,
+    metric: Annotated[PlotMetric | None, typer.Option(
+        help="The validation score drawn: bleu or chrf (default: chrf when every run ranks "
+             "its validations by chrF, train.best_metric, else bleu).")] = None,
 ):
     """Draw learning curves: loss, BLEU or chrF, learning rate and tokens/s of one or more runs."""
     if not as_json:
@@ -80,4 +80,4 @@ def plot(
     if as_json:
         print(json.dumps({"runs": curves}))
     else:
-        print(draw_curves(curves, output, metric.value))
+        print(draw_curves(curves, output, metric.value if metric else ranking_metric(runs)))
