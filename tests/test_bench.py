@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -666,3 +667,24 @@ def test_length_penalty_names_a_directory_that_is_not_a_run(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip() == f"error: {tmp_path}: not a run directory (no config.json)"
+
+
+MIRROR = Path(os.environ.get("NMT_MULTI30K_MIRROR", "/nonexistent"))
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="set NMT_MULTI30K_MIRROR to a folder with "
+                                               "the Multi30k files")
+def test_every_name_of_the_unseen_bench_has_a_character_multi30k_lacks(tmp_path):
+    from test_nbest import train_tiny_run
+
+    from bench.unseen import NAMES, SEEN, copies, markdown, unseen_characters
+
+    unseen = unseen_characters(MIRROR, NAMES)
+    assert list(unseen) == NAMES and all(unseen.values())
+    assert not any(unseen_characters(MIRROR, SEEN).values())
+    assert unseen["Ørjan"] == {"Ø"} and "r" not in unseen["Jiří"]
+    (row,) = copies([train_tiny_run(tmp_path)], MIRROR, 1)
+    assert row["sentences"] == 150 and row["byte_fallback"] is False
+    assert 0 <= row["unseen_characters_kept"] <= 100 and 0 <= row["seen_name_copied"] <= 100
+    assert len(row["examples"]) == 3
+    assert markdown([row]).count("\n") == 2
