@@ -130,7 +130,6 @@ def pharaoh(links: list[Link]) -> str:
     return " ".join(f"{source}-{target}" for source, target in links)
 
 
-@torch.inference_mode()
 def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: list[list[int]],
                          device: torch.device, layer: int = -1,
                          batch_size: int = 64) -> list[torch.Tensor]:
@@ -141,14 +140,26 @@ def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: l
     layer `layer`'s (counted from the top: -1 the last; ALIGNMENT_LAYER for alignments),
     averaged over heads; the GRU has one. Up to `batch_size` pairs are read at a time,
     padded (padding is masked, so it changes no weight), fewer when they are long."""
+    return [read[0] for read in layers_attention(model, sources, hypotheses, device, (layer,),
+                                                 batch_size)]
+
+
+@torch.inference_mode()
+def layers_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: list[list[int]],
+                     device: torch.device, layers: tuple[int, ...],
+                     batch_size: int = 64) -> list[list[torch.Tensor]]:
+    """hypothesis_attention of several layers from one pass: for each pair, a map per layer
+    of `layers`."""
     out = []
     for start, end in attention_batches(sources, hypotheses, batch_size):
         chunk_sources, chunk = sources[start:end], hypotheses[start:end]
         src = source_tensor(chunk_sources).to(device)  # (pairs, src_len)
         tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in chunk]).to(device)
-        layers = attention_by_layer(model, src, tgt_in)
-        weights = layers[max(layer, -len(layers))].mean(1).float().cpu()  # (pairs, tgt, src)
-        out += [w[: len(h) + 1, : len(s) + 1] for w, s, h in zip(weights, chunk_sources, chunk)]
+        every = attention_by_layer(model, src, tgt_in)
+        means = [every[max(layer, -len(every))].mean(1).float().cpu()  # (pairs, tgt, src)
+                 for layer in layers]
+        out += [[w[i, : len(h) + 1, : len(s) + 1] for w in means]
+                for i, (s, h) in enumerate(zip(chunk_sources, chunk))]
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .alignment import ALIGNMENT_LAYER, Link, hypothesis_attention, word_alignment
+from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignment
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
 from .devices import fast_kernels, mixed_precision, resolve_device
@@ -196,12 +196,14 @@ class Translator(Engine):
         with mixed_precision(self.device, config.precision):
             found = translate_nbest(model, src_ids, config, self.device, nbest,
                                     self.generator(config), prefix_ids)
-            weights = self.attention(src_ids, found, -1, config) if attention else None
-            aligned = (self.attention(src_ids, found, ALIGNMENT_LAYER, config) if alignment
-                       else None)
-        links = [None] * len(found) if aligned is None else [
-            [word_alignment(self.run.tokenizer, line, src, h.tokens, w) for h, w in zip(hyps, ws)]
-            for line, src, hyps, ws in zip(lines, src_ids, found, aligned)]
+            # one pass for both: the last layer's weights, then the aligning layer's
+            read = self.attention(src_ids, found, (-1,) * attention +
+                                  (ALIGNMENT_LAYER,) * alignment, config)
+        weights = [[maps[0] for maps in hyps] for hyps in read] if attention else None
+        links = [None] * len(found) if not alignment else [
+            [word_alignment(self.run.tokenizer, line, src, h.tokens, maps[-1])
+             for h, maps in zip(hyps, read_hyps)]
+            for line, src, hyps, read_hyps in zip(lines, src_ids, found, read)]
         return [detokenize(self.run.tokenizer, src, hyps, w, a) for src, hyps, w, a
                 in zip(src_ids, found, weights or [None] * len(found), links)]
 
@@ -214,14 +216,17 @@ class Translator(Engine):
             raise UserError(f"{option}: this GRU has no attention (model.attention = none), "
                             "so there is none to show")
 
-    def attention(self, src_ids: list[list[int]], found: list[list[Hypothesis]], layer: int,
-                  config: DecodeConfig) -> list[list[torch.Tensor]]:
-        """Each line's hypotheses' cross-attention in decoder layer `layer`
-        (hypothesis_attention), read config.batch_size hypotheses at a time."""
+    def attention(self, src_ids: list[list[int]], found: list[list[Hypothesis]],
+                  layers: tuple[int, ...], config: DecodeConfig) -> list[list[list[torch.Tensor]]]:
+        """Each line's hypotheses' cross-attention maps in the decoder layers `layers`
+        (alignment.layers_attention), read config.batch_size hypotheses at a time; none for
+        no layer."""
+        if not layers:
+            return [[[] for _ in hyps] for hyps in found]
         pairs = [(src, h.tokens) for src, hyps in zip(src_ids, found) for h in hyps]
-        flat = iter(hypothesis_attention(self.run.model, [src for src, _ in pairs],
-                                         [tokens for _, tokens in pairs], self.device, layer,
-                                         config.batch_size))
+        flat = iter(layers_attention(self.run.model, [src for src, _ in pairs],
+                                     [tokens for _, tokens in pairs], self.device, layers,
+                                     config.batch_size))
         return [[next(flat) for _ in hyps] for hyps in found]
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
