@@ -133,6 +133,12 @@ def test_every_word_of_each_hypothesis_is_linked_to_a_word_of_its_line(tiny_run)
     assert all(h.alignment is None for hyps in plain for h in hyps)
     assert [[h.text for h in hyps] for hyps in plain] == [[h.text for h in hyps]
                                                            for hyps in found]
+    both = translator.translate_nbest(LINES, config, 2, attention=True, alignment=True)
+    attended = translator.translate_nbest(LINES, config, 2, attention=True)
+    assert [[h.alignment for h in hyps] for hyps in both] == [[h.alignment for h in hyps]
+                                                               for hyps in found]
+    assert [[h.attention for h in hyps] for hyps in both] == [[h.attention for h in hyps]
+                                                               for hyps in attended]
     prefixed = translator.translate_nbest(LINES[:1], config, 1, prefixes=["Ein Mann"],
                                           alignment=True)[0][0]
     check_links(prefixed.alignment, LINES[0], prefixed.text)  # the prefix's words too
