@@ -55,7 +55,7 @@ def monotone(source: str, target: str) -> set[tuple[int, int]]:
 def layer_rows(run: Path, sources: list[str], targets: list[str],
                gold: list[set]) -> list[dict]:
     """A row per (decoder layer, shift) of one run."""
-    from nmt_cli.alignment import hypothesis_attention, word_alignment
+    from nmt_cli.alignment import hypothesis_attention, word_alignments
     from nmt_cli.config import DecodeConfig
     from nmt_cli.translate import Translator
 
@@ -68,7 +68,7 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     for layer in range(layers):
         weights = hypothesis_attention(model, src_ids, tgt_ids, translator.device, layer - layers)
         for shift in (0, 1):
-            found = [set(word_alignment(tokenizer, source, s_ids, t_ids, w[shift:]))
+            found = [set(word_alignments(tokenizer, source, s_ids, [t_ids], [w[shift:]])[0])
                      for source, s_ids, t_ids, w in zip(sources, src_ids, tgt_ids, weights)]
             rows.append({"run": run.name, "layer": f"{layer + 1} of {layers}",
                          "read at": "input (shift-att)" if shift else "output",

@@ -114,7 +114,8 @@ def piece_links(weights: torch.Tensor, source_words: list[int | None],
     columns = [i for i, word in enumerate(source_words) if word is not None]
     if not columns:
         return []
-    return [(row, columns[int(weights[row, columns].argmax())])
+    best = weights[: len(target_words), columns].argmax(-1).tolist()  # every row at once
+    return [(row, columns[best[row]])
             for row, word in enumerate(target_words[: weights.size(0)]) if word is not None]
 
 
@@ -181,9 +182,11 @@ def attention_batches(sources: list[list[int]], hypotheses: list[list[int]],
         start = end
 
 
-def word_alignment(tokenizer: Tokenizer, line: str, src_ids: list[int], tokens: list[int],
-                   weights: torch.Tensor) -> list[Link]:
-    """The hard word alignment of the translation `tokens` of `line` (whose source ids are
-    `src_ids`) from its hypothesis_attention at ALIGNMENT_LAYER."""
-    return hard_links(weights, source_positions(tokenizer, line, src_ids),
-                      text_positions(tokenizer.tgt, tokens))
+def word_alignments(tokenizer: Tokenizer, line: str, src_ids: list[int],
+                    hypotheses: list[list[int]], weights: list[torch.Tensor]) -> list[list[Link]]:
+    """The hard word alignment of each translation (its tokens) of `line` (whose source ids
+    are `src_ids`), from its hypothesis_attention at ALIGNMENT_LAYER: the line's words are
+    found once for all its hypotheses."""
+    source = source_positions(tokenizer, line, src_ids)
+    return [hard_links(w, source, text_positions(tokenizer.tgt, tokens))
+            for tokens, w in zip(hypotheses, weights)]

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from .alignment import ALIGNMENT_LAYER, Link, word_alignment
+from .alignment import ALIGNMENT_LAYER, Link, word_alignments
 from .checkpoint import read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
@@ -188,20 +188,16 @@ class CTranslate2Translator(Engine):
         stopping each at its own length by a callback after every token took longer (1,000
         test_2016_flickr hypotheses: 2.1-2.4 s against 1.8-1.9 s)."""
         pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
-        links: list[list[list[Link]]] = [[] for _ in found]
         if not pairs:
-            return links
+            return [[] for _ in found]
         source, target = self.tokenizer.src.id_to_piece, self.tokenizer.tgt.id_to_piece
-        lengths = [len(h.tokens) for _, h in pairs]
-        results = self.translator.translate_batch(
+        results = iter(self.translator.translate_batch(
             [source(src_ids[i]) for i, _ in pairs], [target(h.tokens) or None for _, h in pairs],
-            beam_size=1, max_decoding_length=max(1, *lengths), max_batch_size=config.batch_size,
-            max_input_length=0, return_attention=True)
-        for (i, h), result in zip(pairs, results):
-            weights = torch.tensor(result.attention[0]).reshape(-1, len(src_ids[i]))
-            links[i].append(word_alignment(self.tokenizer, lines[i], src_ids[i], h.tokens,
-                                           weights))
-        return links
+            beam_size=1, max_decoding_length=max(len(h.tokens) for _, h in pairs) or 1,
+            max_batch_size=config.batch_size, max_input_length=0, return_attention=True))
+        return [word_alignments(self.tokenizer, line, src, [h.tokens for h in hyps], [
+            torch.tensor(next(results).attention[0]).reshape(-1, len(src)) for _ in hyps])
+            for line, src, hyps in zip(lines, src_ids, found)]
 
     def search(self, src_ids: list[list[int]], config: DecodeConfig,
                prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignment
+from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignments
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
 from .devices import fast_kernels, mixed_precision, resolve_device
@@ -201,8 +201,8 @@ class Translator(Engine):
                                   (ALIGNMENT_LAYER,) * alignment, config)
         weights = [[maps[0] for maps in hyps] for hyps in read] if attention else None
         links = [None] * len(found) if not alignment else [
-            [word_alignment(self.run.tokenizer, line, src, h.tokens, maps[-1])
-             for h, maps in zip(hyps, read_hyps)]
+            word_alignments(self.run.tokenizer, line, src, [h.tokens for h in hyps],
+                            [maps[-1] for maps in read_hyps])
             for line, src, hyps, read_hyps in zip(lines, src_ids, found, read)]
         return [detokenize(self.run.tokenizer, src, hyps, w, a) for src, hyps, w, a
                 in zip(src_ids, found, weights or [None] * len(found), links)]
