@@ -1,14 +1,17 @@
-"""Word alignment error rate of attention, by decoder layer, against hand-made alignments.
+"""Word alignment error rate of attention, by decoder layer and way of reading, against
+hand-made alignments.
 
 bench/alignment.en-de.tsv holds sure word links of 30 sentence pairs of Multi30k's validation
 set, written by hand. Each run given reads each pair under teacher forcing (the reference as its
-output), and each way of reading its cross-attention (a decoder layer, its heads averaged; the
-row where a target piece is the decoder's output, or the next one, where it is its input:
-"shift-att", Chen et al., 2020) gives hard word links (nmt_cli/alignment.py). The table gives
-the alignment error rate against the sure links, 1 - 2 |A & S| / (|A| + |S|) (Och and Ney,
-2003, with no "possible" links), with precision and recall; beside them, the monotone
-baseline that links target word j to source word round(j * |source| / |target|). A validation
-set, so the way nmt reads attention (ALIGNMENT_LAYER) is chosen here.
+output); each decoder layer's cross-attention (its heads averaged) is read three ways: nmt's
+(each source piece linked to the target piece attending to it most, the links the target side
+confirms preferred: nmt_cli/alignment.py), the same without that preference, and the other way
+round (each target piece linked to the source piece it attends to most, as fairseq and
+OpenNMT print alignments). The table gives the alignment error rate against the sure links,
+1 - 2 |A & S| / (|A| + |S|) (Och and Ney, 2003, with no "possible" links), with precision and
+recall; beside them, the monotone baseline that links target word j to source word
+round(j * |source| / |target|). A validation set, so the way nmt reads attention
+(ALIGNMENT_LAYER, piece_links) is chosen here.
 
     python -m bench.alignment RUN [RUN ...] [--data DIR] [--json FILE]
 """
@@ -52,10 +55,33 @@ def monotone(source: str, target: str) -> set[tuple[int, int]]:
     return {(min(round(j * n / m), n - 1), j) for j in range(m)}
 
 
+def one_way(weights, source_words: list, target_words: list, by_column: bool) -> set:
+    """Word links of each source piece to the target piece that attends to it most
+    (`by_column`), or of each target piece to the source piece it attends to most."""
+    rows = [r for r, word in enumerate(target_words) if word is not None]
+    columns = [c for c, word in enumerate(source_words) if word is not None]
+    if not rows or not columns:
+        return set()
+    grid = weights[rows][:, columns]
+    if by_column:
+        return {(source_words[columns[c]], target_words[rows[r]])
+                for c, r in enumerate(grid.argmax(0).tolist())}
+    return {(source_words[columns[c]], target_words[rows[r]])
+            for r, c in enumerate(grid.argmax(1).tolist())}
+
+
+READINGS = ("nmt: source to target, confirmed", "source to target", "target to source")
+
+
 def layer_rows(run: Path, sources: list[str], targets: list[str],
                gold: list[set]) -> list[dict]:
-    """A row per (decoder layer, shift) of one run."""
-    from nmt_cli.alignment import hypothesis_attention, word_alignments
+    """A row per (decoder layer, reading) of one run."""
+    from nmt_cli.alignment import (
+        hard_links,
+        hypothesis_attention,
+        source_positions,
+        text_positions,
+    )
     from nmt_cli.config import DecodeConfig
     from nmt_cli.translate import Translator
 
@@ -63,16 +89,18 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     model, tokenizer = translator.run.model, translator.run.tokenizer
     src_ids = translator.encode(sources, DecodeConfig())
     tgt_ids = tokenizer.encode_tgt(targets)
+    words = [(source_positions(tokenizer, source, s), text_positions(tokenizer.tgt, t))
+             for source, s, t in zip(sources, src_ids, tgt_ids)]
     layers = len(getattr(model, "decoder_layers", [None]))
     rows = []
     for layer in range(layers):
         weights = hypothesis_attention(model, src_ids, tgt_ids, translator.device, layer - layers)
-        for shift in (0, 1):
-            found = [set(word_alignments(tokenizer, source, s_ids, [t_ids], [w[shift:]])[0])
-                     for source, s_ids, t_ids, w in zip(sources, src_ids, tgt_ids, weights)]
+        for reading in READINGS:
+            found = [set(hard_links(w, s, t)) if reading.startswith("nmt") else
+                     one_way(w, s, t, by_column=reading == "source to target")
+                     for w, (s, t) in zip(weights, words)]
             rows.append({"run": run.name, "layer": f"{layer + 1} of {layers}",
-                         "read at": "input (shift-att)" if shift else "output",
-                         **scores(found, gold)})
+                         "reading": reading, **scores(found, gold)})
             print(rows[-1], flush=True)
     return rows
 
@@ -87,7 +115,7 @@ def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
     sources = [pairs.src[n - 1] for n in numbers]
     targets = [pairs.tgt[n - 1] for n in numbers]
     gold = [gold_by_line[n] for n in numbers]
-    rows = [{"run": "-", "layer": "monotone baseline", "read at": "-",
+    rows = [{"run": "-", "layer": "monotone baseline", "reading": "-",
              **scores([monotone(s, t) for s, t in zip(sources, targets)], gold)}]
     for run in runs:
         rows += layer_rows(run, sources, targets, gold)
@@ -96,8 +124,8 @@ def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     return markdown_table(
-        ["run", "decoder layer", "read at the piece's", "AER", "precision", "recall"],
-        [[r["run"], r["layer"], r["read at"], *(f"{r[key]:.1f}%" for key in
+        ["run", "decoder layer", "reading", "AER", "precision", "recall"],
+        [[r["run"], r["layer"], r["reading"], *(f"{r[key]:.1f}%" for key in
                                                 ("aer", "precision", "recall"))] for r in rows])
 
 

@@ -66,7 +66,7 @@ class AttentionMaps:
     num_heads: int
     maps: list[HeadMap]
     # cross: what `nmt translate --alignment` reads, the mean of the heads of this layer (from
-    # 1): the [row, column] it picks for each output piece of a word (alignment.piece_links),
+    # 1): the [row, column] cells it links, at most one per source piece (alignment.piece_links),
     # and the [source word, output word] links they make; None for the other kinds
     alignment_layer: int | None = None
     alignment_cells: list[list[int]] | None = None

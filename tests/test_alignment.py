@@ -18,6 +18,7 @@ from nmt_cli.alignment import (
     attention_batches,
     hard_links,
     pharaoh,
+    piece_links,
     source_positions,
     surfaces,
     text_positions,
@@ -84,18 +85,25 @@ def test_source_words_are_the_lines_own(tokenizer):
     assert source_positions(tokenizer, line, ids[:-3]) == whole[:-3]  # a source cut short
 
 
-def test_each_target_piece_links_the_source_piece_it_attends_to_most():
-    # Columns: a tag, "▁A", "▁man", "s", <eos>; rows: "▁Ein", "▁Mann", "er", <eos>.
-    source, target = [None, 0, 1, 1], [0, 1, 1]
-    weights = torch.tensor([[0.9, 0.06, 0.02, 0.01, 0.01],  # the tag is passed over: "▁A"
-                            [0.0, 0.10, 0.20, 0.30, 0.40],  # <eos> too: "s", of word 1
-                            [0.0, 0.50, 0.30, 0.10, 0.10],  # "er" (word 1) to "▁A"
-                            [0.0, 1.00, 0.00, 0.00, 0.00]])  # <eos> links nothing
+def test_each_source_piece_links_the_target_piece_attending_to_it_most():
+    # Columns: a tag, "▁A", "▁man", "s", <eos>; rows: "▁Ein", "▁Mann", "er", "▁geht", <eos>.
+    source, target = [None, 0, 1, 1], [0, 1, 1, 2]
+    weights = torch.tensor([[0.90, 0.05, 0.03, 0.01, 0.01],  # the tag is passed over
+                            [0.00, 0.10, 0.60, 0.20, 0.10],
+                            [0.00, 0.10, 0.50, 0.20, 0.20],
+                            [0.00, 0.35, 0.25, 0.30, 0.10],
+                            [0.00, 0.00, 0.00, 0.00, 1.00]])  # <eos> is passed over too
+    # Columns' best rows: "▁A" row 3 (word 0 -> word 2, which row 3's best, "▁A", confirms);
+    # "▁man" row 1 (1 -> 1, confirmed by row 1); "s" row 3 (1 -> 2, which no row confirms:
+    # dropped, as word 1 has a confirmed link). "▁Ein" is linked to nothing.
+    assert piece_links(weights, source, target) == [(1, 2), (3, 1)]
     links = hard_links(weights, source, target)
-    assert links == [(0, 0), (0, 1), (1, 1)]
-    assert pharaoh(links) == "0-0 0-1 1-1"
+    assert links == [(0, 2), (1, 1)]
+    assert pharaoh(links) == "0-2 1-1"
     assert hard_links(weights, [None] * 4, target) == []  # a source of no text
-    assert hard_links(weights, source, [None, 0, None]) == [(1, 0)]  # row 1 alone
+    # Row 1 alone has a word: every column's best. Its own best ("▁man") confirms word 1's
+    # links; word 0 has no confirmed link, so it keeps its one.
+    assert hard_links(weights, source, [None, 0, None, None]) == [(0, 0), (1, 0)]
 
 
 def test_long_pairs_are_read_fewer_at_a_time():
@@ -116,12 +124,14 @@ LINES = ["A man rides a horse.", "", "Two dogs play in the snow ."]
 
 
 def check_links(links: list[tuple[int, int]], source: str, translation: str) -> None:
-    """Links within both sentences' words, every word of the translation linked."""
-    assert all(0 <= s < len(source.split()) for s, _ in links)
-    assert {t for _, t in links} == set(range(len(translation.split())))
+    """Links within both sentences' words, every word of the line linked (when the
+    translation has any)."""
+    assert all(0 <= t < len(translation.split()) for _, t in links)
+    assert {s for s, _ in links} == (set(range(len(source.split()))) if translation.split()
+                                     else set())
 
 
-def test_every_word_of_each_hypothesis_is_linked_to_a_word_of_its_line(tiny_run):
+def test_every_word_of_each_line_is_linked_to_a_word_of_each_hypothesis(tiny_run):
     translator = Translator.from_run(tiny_run, "cpu")
     config = DecodeConfig(beam=3, max_len_b=6)
     found = translator.translate_nbest(LINES, config, 2, alignment=True)
@@ -203,17 +213,17 @@ def test_the_hand_made_alignments_score_as_alignment_error_rate_defines():
 
 
 def test_the_alignment_bench_scores_every_decoder_layer_of_a_run(tmp_path):
-    from bench.alignment import layer_rows, markdown
+    from bench.alignment import READINGS, layer_rows, markdown
 
     run = train_tiny_run(tmp_path)  # one decoder layer
     sources, targets = read_sample("val", "en", 3), read_sample("val", "de", 3)
     gold = [{(j, j) for j in range(min(len(s.split()), len(t.split())))}
             for s, t in zip(sources, targets)]
     rows = layer_rows(run, sources, targets, gold)
-    assert [(r["layer"], r["read at"]) for r in rows] == [("1 of 1", "output"),
-                                                         ("1 of 1", "input (shift-att)")]
+    assert [(r["layer"], r["reading"]) for r in rows] == [("1 of 1", reading)
+                                                         for reading in READINGS]
     assert all(0 <= r[key] <= 100 for r in rows for key in ("aer", "precision", "recall"))
-    assert markdown(rows).count("\n") == 3
+    assert markdown(rows).count("\n") == 4
 
 
 @pytest.mark.skipif(not (MIRROR and Path(MIRROR).is_dir()),
