@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException
 from .batching import Batcher, decoding_thread
 from .config import DecodeConfig
 from .errors import UserError
+from .markup import carried
 from .service import (
     ApiError,
     ServeConfig,
@@ -97,13 +98,16 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
                             engine.target_languages)
-        if query.alignment:
+        if query.alignment or query.marked is not None:
             try:
-                engine.check_alignment('"alignment"')
+                engine.check_alignment('"alignment"' if query.alignment else '"markup"')
             except UserError as e:
                 raise ApiError(422, str(e)) from None
-        found = await batcher.translate(query.lines, query.config, query.nbest, query.prefixes,
-                                        query.alignment)
+        found = await batcher.translate(query.texts(), query.config, query.nbest,
+                                        query.prefixes,
+                                        query.alignment or query.marked is not None)
+        if query.marked is not None:  # the tags back into each translation
+            found = carried(query.marked, found, query.alignment)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))
 
     @app.get("/health")

@@ -20,9 +20,10 @@ from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .errors import UserError
 from .languages import checked_sources, chosen_tag
+from .markup import Marked, parsed
 from .translate import Translation
 
-REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment")
+REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup")
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class Query:
     nbest: int
     prefixes: list[str] | None = None  # a target prefix per line ("" for none)
     alignment: bool = False  # each translation's word alignment to its line (alignment.py)
+    marked: list[Marked] | None = None  # with "markup": true, the lines taken apart (markup.py)
+
+    def texts(self) -> list[str]:
+        """What is translated: the lines, or the text of the marked ones."""
+        return self.lines if self.marked is None else [line.text for line in self.marked]
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
@@ -89,7 +95,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
     longer ones, than the limits allow. "prefix" is text every translation opens with: a
     string for every line, or a list of one per line ("" for none); "alignment": true asks
-    for each translation's word alignment."""
+    for each translation's word alignment; "markup": true reads inline tags in the lines
+    and puts them back into the translations."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -99,9 +106,10 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
-    alignment = request.get("alignment", False)
-    if not isinstance(alignment, bool):
-        raise ApiError(422, '"alignment" must be true or false')
+    alignment, markup = (request.get(flag, False) for flag in ("alignment", "markup"))
+    for flag, value in (("alignment", alignment), ("markup", markup)):
+        if not isinstance(value, bool):
+            raise ApiError(422, f'"{flag}" must be true or false')
     tgt_lang = request.get("tgt_lang", decode.tgt_lang)
     if not isinstance(tgt_lang, str):
         raise ApiError(422, '"tgt_lang" must be a string, e.g. "de"')
@@ -111,10 +119,11 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         raise ApiError(422, str(e)) from None
     try:  # each line may open with a language tag of its own
         list(checked_sources(lines, tag, languages or [], "line ", '"tgt_lang"'))
+        marked = [line for _, line in parsed(lines, "line ")] if markup else None
     except UserError as e:
         raise ApiError(422, str(e)) from None
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
-                 prefixes, alignment)
+                 prefixes, alignment, marked)
 
 
 def json_object(body: bytes) -> dict[str, Any]:

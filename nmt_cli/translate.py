@@ -27,6 +27,8 @@ from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
 from .languages import chosen_tag, source_line, target_languages
+from .markup import carried
+from .markup import parse as parse_markup
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID
 from .tokenizer import Tokenizer, tokenizer_files
@@ -100,18 +102,25 @@ class Engine:
 
     def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                                nbest: int = 1, attention: bool = False, chunk_size: int = 1000,
-                               prefixes: Iterable[str] | None = None, alignment: bool = False
-                               ) -> Iterator[tuple[str, list[Translation]]]:
+                               prefixes: Iterable[str] | None = None, alignment: bool = False,
+                               markup: bool = False) -> Iterator[tuple[str, list[Translation]]]:
         """(input line, its n-best list) for each line of a stream, chunk by chunk; with
-        `prefixes`, a stream of as many target prefixes, read alongside."""
+        `prefixes`, a stream of as many target prefixes, read alongside; with `markup`, the
+        lines' inline tags are taken out and put back into each translation (markup.py)."""
         ahead = iter(prefixes) if prefixes is not None else None
         for chunk in chunks(lines, chunk_size):
             own = None if ahead is None else [
                 prefix.rstrip("\r\n") for prefix in itertools.islice(ahead, len(chunk))]
             if own is not None and len(own) < len(chunk):
                 raise UserError("there are fewer target prefixes than lines to translate")
-            yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own,
-                                                       alignment))
+            if not markup:
+                yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own,
+                                                           alignment))
+                continue
+            marked = [parse_markup(line) for line in chunk]
+            found = self.translate_nbest([line.text for line in marked], config, nbest,
+                                         attention, own, alignment=True)
+            yield from zip(chunk, carried(marked, found, alignment))
 
 
 def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -129,6 +130,14 @@ def test_ctranslate2_gives_nmts_word_alignments(exported, tmp_path):
     assert len(pairs) >= 0.9 * 3 * len(TEST)
     assert sum(h.alignment == g.alignment for h, g in pairs) >= 0.98 * len(pairs)
     assert sum(len(set(h.alignment)) > 1 for h, _ in pairs) >= 0.9 * len(pairs)  # not trivial
+    # so inline markup goes back to the same places
+    lines = [re.sub(r"^(\S+ )(\S+)", r"\1<i>\2</i>", line) + "<br/>" for line in TEST]
+    ours, theirs = ([h for _, hyps in engine.translate_nbest_stream(lines, config, 3, markup=True)
+                     for h in hyps] for engine in (nmt, ct2))
+    pairs = [(h, g) for h, g in zip(ours, theirs) if h.tokens == g.tokens]
+    assert len(pairs) >= 0.9 * 3 * len(TEST)
+    assert sum(h.text == g.text for h, g in pairs) >= 0.98 * len(pairs)
+    assert all(h.text.count("<i>") == h.text.count("<br/>") == 1 for h in ours + theirs)
 
 
 def assert_same_search(ours, theirs) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 import errno
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from nmt_cli.cli import app
 from nmt_cli.data import Batch
 from nmt_cli.learning_curves import learning_curves, ranking_metric, read_metrics
 from nmt_cli.loss import output_cross_entropy
+from nmt_cli.markup import parse
 from nmt_cli.models import build_model
 from nmt_cli.special_tokens import PAD_ID
 from nmt_cli.training import Trainer, prepare_run_dir
@@ -194,6 +196,14 @@ def test_a_model_that_learned_to_copy_looks_at_the_piece_it_copies(arch, attenti
              for link in hard_links(w, list(range(len(source))), list(range(len(target))))]
     diagonal = sum(s == t for s, t in links) / len(links)
     assert diagonal >= 0.9, f"{arch} ({attention}): {diagonal:.0%} of links to the same word"
+    # so markup around a word of each source goes around the same word of its copy
+    rng, landed = random.Random(0), 0
+    for source, target, w in zip(sources, targets, weights):
+        words, k = [f"w{token}" for token in source], rng.randrange(len(source))
+        line = " ".join([*words[:k], f"<b>{words[k]}</b>", *words[k + 1:]])
+        links = hard_links(w, list(range(len(source))), list(range(len(target))))
+        landed += parse(line).restore(" ".join(f"w{token}" for token in target), links) == line
+    assert landed / len(sources) >= 0.9, f"{arch} ({attention}): {landed} of {len(sources)}"
 
 
 def test_cross_maps_mark_the_cells_word_alignment_picks(runs):

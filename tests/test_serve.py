@@ -28,6 +28,7 @@ import nmt_cli
 from nmt_cli import DecodeConfig, Translator, resolve_config
 from nmt_cli.batching import Batcher
 from nmt_cli.cli import app
+from nmt_cli.markup import carried, parse
 from nmt_cli.training import Trainer, prepare_run_dir
 from nmt_cli.translate import Translation
 
@@ -122,19 +123,31 @@ def request_of(i: int, lines: list[str]) -> dict:
     """Request i of the load: greedy, the server's default beam (5), n-best lists, another
     beam; every fifth holds three lines; every seventh gives target prefixes (the first two
     words of the reference; a list of one per line where it has three); every eleventh asks
-    for word alignments."""
+    for word alignments; every thirteenth has inline markup (its lines' second words in
+    bold, a <br/> after them)."""
     text = lines[i] if i % 5 else [lines[i], lines[(i + 1) % len(lines)], ""]
+    if i % 13 == 6:
+        bold = [re.sub(r"^(\S+ )(\S+)", r"\1<b>\2</b>", line) + "<br/>" for line in
+                ([text] if isinstance(text, str) else text)]
+        text = bold[0] if isinstance(text, str) else bold
     settings = [{}, {"beam": 1}, {"nbest": 3}, {"beam": 2, "nbest": 2}][i % 4]
     if i % 7 == 3:
         start = " ".join(GERMAN[i].split()[:2])
         settings["prefix"] = start if i % 5 else [start, "", "Ein"]
     if i % 11 == 4:
         settings["alignment"] = True
+    if i % 13 == 6:
+        settings["markup"] = True
     return {"text": text, **settings}
 
 
 def lines_of(request: dict) -> list[str]:
     return [request["text"]] if isinstance(request["text"], str) else request["text"]
+
+
+def texts_of(request: dict) -> list[str]:
+    """The text of each line, taken out of its markup when it has some."""
+    return [parse(line).text if request.get("markup") else line for line in lines_of(request)]
 
 
 def prefixes_of(request: dict) -> list[str]:
@@ -150,12 +163,15 @@ def expected(translator: Translator, requests: list[dict]) -> list[list[list[Tra
         group = [i for i, r in enumerate(requests) if (r.get("beam", 5), r.get("nbest", 1))
                  == settings]
         found = iter(translator.translate_nbest(
-            [line for i in group for line in lines_of(requests[i])],
+            [line for i in group for line in texts_of(requests[i])],
             DecodeConfig(beam=settings[0], **SHORT), settings[1],
             prefixes=[prefix for i in group for prefix in prefixes_of(requests[i])],
             alignment=True))
         for i in group:
             answers[i] = [next(found) for _ in lines_of(requests[i])]
+            if requests[i].get("markup"):
+                marked = [parse(line) for line in lines_of(requests[i])]
+                answers[i] = carried(marked, answers[i], alignment=True)
     return answers
 
 
@@ -168,9 +184,10 @@ def test_concurrent_requests_get_the_translators_own_answers(server, translator)
                                                     expected(translator, requests)):
         assert status == 200, answer
         assert [t["text"] for t in answer["translations"]] == [h[0].text for h in wanted]
-        for line, text, prefix in zip(answer["translations"], lines_of(request),
+        for line, text, prefix in zip(answer["translations"], texts_of(request),
                                       prefixes_of(request)):
-            assert line["text"].startswith(prefix) or not text  # a blank line stays blank
+            plain = parse(line["text"]).text if request.get("markup") else line["text"]
+            assert plain.startswith(prefix) or not text  # a blank line stays blank
         for line, hypotheses in zip(answer["translations"], wanted):
             assert line["score"] == pytest.approx(hypotheses[0].score, rel=1e-4, abs=1e-4)
             if request.get("nbest", 1) > 1:
@@ -214,6 +231,9 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
     "a 1 MB prefix": ("POST", "/translate", {"text": "Hi.", "prefix": MEGABYTE_LINE}, 413),
     "prefix lone surrogate": ("POST", "/translate", b'{"text": "a", "prefix": "\\ud800"}', 422),
     "alignment a string": ("POST", "/translate", {"text": "Hi.", "alignment": "yes"}, 422),
+    "markup a string": ("POST", "/translate", {"text": "Hi.", "markup": "yes"}, 422),
+    "markup that does not nest": ("POST", "/translate",
+                                  {"text": ["Hi.", "<b>Hi."], "markup": True}, 422),
     "10,000 lines": ("POST", "/translate", {"text": ["Hello."] * 10_000}, 413),
     "a 1 MB line": ("POST", "/translate", {"text": MEGABYTE_LINE}, 413),
     "GET /translate": ("GET", "/translate", None, 405),

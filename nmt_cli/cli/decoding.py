@@ -30,6 +30,7 @@ from ..evaluate import (
     save_translations,
 )
 from ..languages import checked_sources
+from ..markup import parsed
 from ..pictures import check_picture_path
 from ..scoring import score_files
 from ..search import check_nbest
@@ -78,6 +79,10 @@ def translate(
         help="Each hypothesis's word alignment to its line, from attention: source-target "
              "pairs of 0-based word positions, \"0-0 1-2\" (text: after \" ||| \"; tsv: a "
              "last column; jsonl: pairs).")] = False,
+    markup: Annotated[bool, typer.Option(
+        help="Lines hold inline HTML or XML tags (<b>, <a href=\"...\">, <br/>): their text is "
+             "translated and each tag goes back around the words that its words align "
+             "to.")] = False,
     engine: EngineOption = TORCH,
     ensemble: EnsembleOption = None,
     prefix: Annotated[str | None, typer.Option(
@@ -106,8 +111,8 @@ def translate(
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
     if attention:
         translator.check_attention("--attention")
-    if alignment:
-        translator.check_alignment("--alignment")
+    if alignment or markup:
+        translator.check_alignment("--alignment" if alignment else "--markup")
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
@@ -115,8 +120,10 @@ def translate(
     else:
         lines = decode_lines(sys.stdin.buffer, "stdin")
     # each line names its target language, or --tgt-lang does: checked as it is read
-    lines = checked_sources(lines, tag, translator.target_languages,
-                            f"{input_file or ('TEXT' if text is not None else 'stdin')}:")
+    where = f"{input_file or ('TEXT' if text is not None else 'stdin')}:"
+    lines = checked_sources(lines, tag, translator.target_languages, where)
+    if markup:
+        lines = (line for line, _ in parsed(lines, where))
     if not from_stdin:
         listed = list(lines)
         if isinstance(prefixes, PrefixFile):
@@ -126,7 +133,7 @@ def translate(
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
-                                              alignment)
+                                              alignment, markup)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
