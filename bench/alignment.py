@@ -79,8 +79,8 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     from nmt_cli.alignment import (
         hard_links,
         hypothesis_attention,
+        line_positions,
         source_positions,
-        text_positions,
     )
     from nmt_cli.config import DecodeConfig
     from nmt_cli.translate import Translator
@@ -89,8 +89,9 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     model, tokenizer = translator.run.model, translator.run.tokenizer
     src_ids = translator.encode(sources, DecodeConfig())
     tgt_ids = tokenizer.encode_tgt(targets)
-    words = [(source_positions(tokenizer, source, s), text_positions(tokenizer.tgt, t))
-             for source, s, t in zip(sources, src_ids, tgt_ids)]
+    words = [(source_positions(tokenizer, source, s),
+              line_positions(tokenizer.tgt, target.split(), t))
+             for source, target, s, t in zip(sources, targets, src_ids, tgt_ids)]
     layers = len(getattr(model, "decoder_layers", [None]))
     rows = []
     for layer in range(layers):

@@ -77,8 +77,8 @@ def run_links(run: Path, sources: list[str], targets: list[str]) -> list[list]:
     tgt_ids = tokenizer.encode_tgt(targets)
     weights = hypothesis_attention(translator.run.model, src_ids, tgt_ids, translator.device,
                                    ALIGNMENT_LAYER)
-    return [word_alignments(tokenizer, source, s, [t], [w])[0]
-            for source, s, t, w in zip(sources, src_ids, tgt_ids, weights)]
+    return [word_alignments(tokenizer, source, s, [t], [w], [target])[0]
+            for source, target, s, t, w in zip(sources, targets, src_ids, tgt_ids, weights)]
 
 
 def placements(runs: list[Path], data: Path | None) -> list[dict]:

@@ -48,23 +48,32 @@ def alignment_layer(num_layers: int) -> int:
 
 
 def source_positions(tokenizer: Tokenizer, line: str, src_ids: list[int]) -> list[int | None]:
-    """The word of `line` that each of its source ids comes from; None for a language tag.
-    Each word is encoded alone: SentencePiece never joins pieces across a space, so their
-    ids are the line's, and this holds where SentencePiece and Python disagree about what a
-    space is (a zero-width space splits a word into pieces of two words, but is no space to
-    str.split). Where even so they differ, the ids are read as text (text_positions)."""
+    """The word of `line` that each of its source ids comes from; None for a language tag
+    (line_positions for the rest)."""
     words = line.split()
     tagged = src_ids[:1] != [] and src_ids[0] in tokenizer.tag_ids  # added, or the line's own
     own = tagged and words[:1] != [] and tokenizer.tags.get(words[0]) == src_ids[0]
-    first, words = (1, words[1:]) if own else (0, words)
+    first = 1 if own else 0
     ids = src_ids[1:] if tagged else src_ids
-    encoded = tokenizer.src.encode(words) if words else []
+    return [None] * tagged + [None if p is None else first + p
+                              for p in line_positions(tokenizer.src, words[first:], ids)]
+
+
+def line_positions(processor: spm.SentencePieceProcessor, words: list[str],
+                   ids: list[int]) -> list[int | None]:
+    """The word of `words` (a line's, as str.split gives them) that each of the line's ids
+    comes from. Each word is encoded alone: SentencePiece never joins pieces across a space,
+    so their ids are the line's, and this holds where SentencePiece and Python disagree about
+    what a space is (a zero-width space splits a word into pieces of two words, but is no
+    space to str.split). Where even so they differ, the ids are read as text
+    (text_positions)."""
+    if not words:
+        return [None] * len(ids)
+    encoded = processor.encode(words)
     if [i for word in encoded for i in word][: len(ids)] == ids:
-        positions = [first + k for k, word in enumerate(encoded) for _ in word]
-    else:
-        positions = [None if p is None else min(first + p, first + len(words) - 1)
-                     for p in text_positions(tokenizer.src, ids)]
-    return [None] * tagged + positions[: len(ids)]
+        return [k for k, word in enumerate(encoded) for _ in word][: len(ids)]
+    return [None if p is None else min(p, len(words) - 1)
+            for p in text_positions(processor, ids)]
 
 
 def text_positions(processor: spm.SentencePieceProcessor, ids: list[int]) -> list[int | None]:
@@ -198,10 +207,14 @@ def attention_batches(sources: list[list[int]], hypotheses: list[list[int]],
 
 
 def word_alignments(tokenizer: Tokenizer, line: str, src_ids: list[int],
-                    hypotheses: list[list[int]], weights: list[torch.Tensor]) -> list[list[Link]]:
+                    hypotheses: list[list[int]], weights: list[torch.Tensor],
+                    texts: list[str] | None = None) -> list[list[Link]]:
     """The hard word alignment of each translation (its tokens) of `line` (whose source ids
     are `src_ids`), from its hypothesis_attention at ALIGNMENT_LAYER: the line's words are
-    found once for all its hypotheses."""
+    found once for all its hypotheses. The words of a translation are those of its tokens'
+    text, or, given `texts` (translations made elsewhere, encoded into the tokens), those of
+    its text as written."""
     source = source_positions(tokenizer, line, src_ids)
-    return [hard_links(w, source, text_positions(tokenizer.tgt, tokens))
-            for tokens, w in zip(hypotheses, weights)]
+    return [hard_links(w, source, text_positions(tokenizer.tgt, tokens) if texts is None else
+                       line_positions(tokenizer.tgt, texts[k].split(), tokens))
+            for k, (tokens, w) in enumerate(zip(hypotheses, weights))]

@@ -6,11 +6,14 @@ target's pieces and <eos> is log P(y | x), the log-probability that search repor
 translation it finds (<pad> and <sos> ruled out, as there). Low scores point at pairs the
 model finds unlikely: misaligned or noisy pairs of a corpus, or the worse of two translations
 of a source (reranking). `nmt score` prints them. An ensemble scores with the mean of its
-models' distributions, as it decodes.
+models' distributions, as it decodes. The same pass can give each pair's word alignment, as
+`nmt translate --alignment` gives a translation's (alignment.py): a given translation
+aligned to its source.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignments
 from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
@@ -37,6 +41,8 @@ class PairScore:
 
     tokens: list[str]  # the target's pieces, then <eos>
     token_log_probs: list[float]  # log P of each, given the source and the pieces before it
+    # (source word, target word) pairs when asked for (alignment.py); None for a target too long
+    alignment: list[Link] | None = None
 
     @property
     def log_prob(self) -> float:
@@ -49,12 +55,13 @@ class PairScore:
 
 def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines: list[str],
                 batch_size: int = 64, precision: str = "auto",
-                warn: Callable[[str], None] = lambda message: None, tgt_lang: str = ""
-                ) -> list[PairScore]:
+                warn: Callable[[str], None] = lambda message: None, tgt_lang: str = "",
+                alignment: bool = False) -> list[PairScore]:
     """The score of each (source, target) pair, in order; the targets are in `tgt_lang` for
     a run of several target languages. A source longer than the model's positions is cut, as
     translation cuts it; a target too long for them cannot be scored (no tokens, a
-    log-probability of NaN)."""
+    log-probability of NaN). With `alignment` (one model that attends), each score carries
+    its pair's word alignment."""
     model, tokenizer = run.model.eval(), run.tokenizer
     languages = target_languages(run.config.data.tgt_lang)
     tag = chosen_tag(languages, tgt_lang, "tgt_lang")
@@ -74,13 +81,21 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
                                      [tgt_ids[i] for i in rows], device, precision)
         for i, values in zip(rows, log_probs):
             scores[i] = PairScore(tokenizer.tgt.id_to_piece(tgt_ids[i] + [EOS_ID]), values)
+    if alignment:
+        weights = layers_attention(model, [src_ids[i] for i in fits], [tgt_ids[i] for i in fits],
+                                   device, (ALIGNMENT_LAYER,), batch_size)
+        for i, (read,) in zip(fits, weights):
+            links = word_alignments(tokenizer, src_lines[i], src_ids[i], [tgt_ids[i]], [read],
+                                    [tgt_lines[i]])
+            scores[i] = dataclasses.replace(scores[i], alignment=links[0])
     return scores
 
 
 def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
                 batch_size: int = 64, precision: str = "auto",
                 warn: Callable[[str], None] = lambda message: None, tgt_lang: str = "",
-                chunk_size: int = 10_000) -> Iterator[tuple[str, str, PairScore]]:
+                chunk_size: int = 10_000, alignment: bool = False
+                ) -> Iterator[tuple[str, str, PairScore]]:
     """(source, target, score) for each line pair of two files, read a chunk at a time, so
     that memory does not grow with their length."""
     pairs = read_pairs(src_path, tgt_path)
@@ -91,7 +106,7 @@ def score_files(run: Run, device: torch.device, src_path: Path, tgt_path: Path,
         src, tgt = [s for s, _ in chunk], [t for _, t in chunk]
         list(checked_sources(src, tag, languages, f"{src_path}:", strict=True, first=read + 1))
         yield from zip(src, tgt, score_pairs(run, device, src, tgt, batch_size, precision, warn,
-                                             tgt_lang))
+                                             tgt_lang, alignment))
         read += len(chunk)
 
 

@@ -14,14 +14,17 @@ from test_cli import invoke, one_line_error
 from test_nbest import SETTINGS, train_tiny_run
 
 from nmt_cli.alignment import (
+    ALIGNMENT_LAYER,
     ATTENTION_CELLS,
     attention_batches,
     hard_links,
+    hypothesis_attention,
     pharaoh,
     piece_links,
     source_positions,
     surfaces,
     text_positions,
+    word_alignments,
 )
 from nmt_cli.config import DecodeConfig, TokenizerConfig
 from nmt_cli.special_tokens import UNK_ID
@@ -178,6 +181,41 @@ def test_translate_alignment_in_every_format(tiny_run, tmp_path):
     assert all("attention" in h for h in objects[0]["hypotheses"])
 
 
+def test_score_aligns_a_given_translation_as_translate_aligned_it(tiny_run, tmp_path):
+    translator = Translator.from_run(tiny_run, "cpu")
+    found = translator.translate_nbest(LINES, DecodeConfig(beam=2, max_len_b=6), 2,
+                                       alignment=True)
+    # the translator's hypotheses, real pairs of different lengths, a blank target
+    sources = [line for line, hyps in zip(LINES, found) for _ in hyps] + read_sample(
+        "val", "en", 6) + ["A man."]
+    targets = [h.text for hyps in found for h in hyps] + read_sample("val", "de", 6) + [""]
+    src, tgt = tmp_path / "src.en", tmp_path / "tgt.de"
+    src.write_text("".join(f"{line}\n" for line in sources), encoding="utf-8")
+    tgt.write_text("".join(f"{line}\n" for line in targets), encoding="utf-8")
+    common = ["--run", str(tiny_run), "--src", str(src), "--tgt", str(tgt), "--batch-size", "4"]
+    result = invoke("score", *common, "--alignment")
+    assert result.exit_code == 0, result.output
+    rows = [row.split(" ||| ") for row in result.stdout.splitlines()]
+    assert [score for score, _ in rows] == invoke("score", *common).stdout.splitlines()
+    tokenizer, model = translator.run.tokenizer, translator.run.model
+    for (_, links), source, target in zip(rows, sources, targets):  # read one pair at a time
+        src_ids = translator.encode([source], DecodeConfig())[0]
+        tgt_ids = tokenizer.encode_tgt([target])[0] if target else []
+        weights = hypothesis_attention(model, [src_ids], [tgt_ids], translator.device,
+                                       ALIGNMENT_LAYER)
+        assert links == pharaoh(word_alignments(tokenizer, source, src_ids, [tgt_ids],
+                                                weights, [target])[0])
+        check_links([tuple(map(int, link.split("-"))) for link in links.split()], source, target)
+    hypotheses = [h for hyps in found for h in hyps]
+    for (_, links), h in zip(rows, hypotheses):  # a text that splits into the same pieces
+        if tokenizer.tgt.id_to_piece(tokenizer.encode_tgt([h.text])[0]) == h.tokens:
+            assert links == pharaoh(h.alignment)
+    objects = [json.loads(line) for line in
+               invoke("score", *common, "--alignment", "--format", "jsonl").stdout.splitlines()]
+    assert [" ".join(f"{s}-{t}" for s, t in o["alignment"]) for o in objects] == [
+        links for _, links in rows]
+
+
 def test_alignment_needs_one_model_that_attends(tiny_run, tmp_path):
     result = invoke("translate", "--run", str(tiny_run), "--ensemble", str(tiny_run),
                     "--alignment", "A man.")
@@ -191,6 +229,10 @@ def test_alignment_needs_one_model_that_attends(tiny_run, tmp_path):
     assert result.exit_code == 0, result.output
     result = invoke("translate", "--run", str(tmp_path / "gru"), "--alignment", "A man.")
     one_line_error(result, "--alignment: this GRU has no attention (model.attention = none)")
+    (tmp_path / "s.en").write_text("A man.\n")
+    result = invoke("score", "--run", str(tiny_run), "--ensemble", str(tiny_run), "--src",
+                    str(tmp_path / "s.en"), "--tgt", str(tmp_path / "s.en"), "--alignment")
+    one_line_error(result, "--alignment: each model of an ensemble attends in its own way")
 
 
 MIRROR = os.environ.get("NMT_MULTI30K_MIRROR", "")

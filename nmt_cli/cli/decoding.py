@@ -32,7 +32,7 @@ from ..evaluate import (
 from ..languages import checked_sources
 from ..markup import parsed
 from ..pictures import check_picture_path
-from ..scoring import score_files
+from ..scoring import PairScore, score_files
 from ..search import check_nbest
 from ..translate import Translation, Translator, load_engine
 from .common import (
@@ -341,6 +341,9 @@ def score(
     precision: Annotated[Precision, typer.Option(help=DECODE_HELP["precision"])
                          ] = AUTO_PRECISION,
     tgt_lang: Annotated[str, typer.Option(help=DECODE_HELP["tgt_lang"])] = "",
+    alignment: Annotated[bool, typer.Option(
+        help="Each pair's word alignment, as translate --alignment gives it (text: after "
+             "\" ||| \"; jsonl: pairs).")] = False,
 ):
     """Score translations by a model: log P(target | source), one line per pair.
 
@@ -350,19 +353,32 @@ def score(
                             precision=precision.value, tgt_lang=tgt_lang)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
     translator.language_tag(settings, required=True)  # before -o is opened
+    if alignment:
+        translator.check_alignment("--alignment")
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
-                        settings.precision, translator.warn, settings.tgt_lang)
+                        settings.precision, translator.warn, settings.tgt_lang,
+                        alignment=alignment)
     with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
             sys.stdout) as out:
         for number, (source, target, pair) in enumerate(found, 1):
-            value = pair.per_token if normalize else pair.log_prob
-            if output_format.value == "text":
-                out.write(f"{value:.4f}\n")
-                continue
-            out.write(json.dumps({
-                "line": number, "source": source, "target": target,
-                "score": None if math.isnan(value) else value, "tokens": pair.tokens,
-                "token_log_probs": [round(v, 4) for v in pair.token_log_probs]},
-                ensure_ascii=False) + "\n")
+            out.write(score_line(number, source, target, pair, normalize, output_format.value,
+                                 alignment))
+
+
+def score_line(number: int, source: str, target: str, pair: PairScore, normalize: bool,
+               output_format: str, alignment: bool) -> str:
+    """One pair's score: text (the number, then " ||| " and its alignment if asked for) or
+    jsonl (an object)."""
+    value = pair.per_token if normalize else pair.log_prob
+    if output_format == "text":
+        links = f" ||| {pharaoh(pair.alignment or [])}" if alignment else ""
+        return f"{value:.4f}{links}\n"
+    line = {"line": number, "source": source, "target": target,
+            "score": None if math.isnan(value) else value, "tokens": pair.tokens,
+            "token_log_probs": [round(v, 4) for v in pair.token_log_probs]}
+    if alignment:
+        line["alignment"] = (None if pair.alignment is None
+                             else [list(link) for link in pair.alignment])
+    return json.dumps(line, ensure_ascii=False) + "\n"
 
 
