@@ -106,16 +106,21 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
     return rows
 
 
-def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
+def hand_aligned(data: Path | None) -> tuple[list[str], list[str], list[set]]:
+    """The hand-aligned pairs of Multi30k's validation set: sources, references and their
+    sure links, in line order."""
     from nmt_cli.data import read_parallel
 
     corpus = multi30k_dir(data)
     pairs = read_parallel(corpus / "val.en.gz", corpus / "val.de.gz")
     gold_by_line = read_gold()
     numbers = sorted(gold_by_line)
-    sources = [pairs.src[n - 1] for n in numbers]
-    targets = [pairs.tgt[n - 1] for n in numbers]
-    gold = [gold_by_line[n] for n in numbers]
+    return ([pairs.src[n - 1] for n in numbers], [pairs.tgt[n - 1] for n in numbers],
+            [gold_by_line[n] for n in numbers])
+
+
+def alignment_error_rates(runs: list[Path], data: Path | None) -> list[dict]:
+    sources, targets, gold = hand_aligned(data)
     rows = [{"run": "-", "layer": "monotone baseline", "reading": "-",
              **scores([monotone(s, t) for s, t in zip(sources, targets)], gold)}]
     for run in runs:
@@ -130,13 +135,16 @@ def markdown(rows: list[dict]) -> str:
                                                 ("aer", "precision", "recall"))] for r in rows])
 
 
-def main() -> None:
-    parser = new_parser(__spec__.name, __doc__)
+def main(name: str = __spec__.name, doc: str = __doc__, measure=alignment_error_rates,
+         table=markdown) -> None:
+    """The command line of a bench over the hand-aligned pairs (this one's by default):
+    `measure(runs, data)` gives the rows that `table` prints."""
+    parser = new_parser(name, doc)
     parser.add_argument("runs", type=Path, nargs="+", help="run directories (English-German)")
     add_data_option(parser)
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
-    report_table(lambda: alignment_error_rates(args.runs, args.data), args.json, markdown)
+    report_table(lambda: measure(args.runs, args.data), args.json, table)
 
 
 if __name__ == "__main__":

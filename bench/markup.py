@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .alignment import monotone, read_gold
-from .common import add_data_option, markdown_table, multi30k_dir, new_parser, report_table
+from . import alignment
+from .alignment import hand_aligned, monotone
+from .common import markdown_table
 
 LENGTHS = (1, 2, 3)
 
@@ -82,15 +83,7 @@ def run_links(run: Path, sources: list[str], targets: list[str]) -> list[list]:
 
 
 def placements(runs: list[Path], data: Path | None) -> list[dict]:
-    from nmt_cli.data import read_parallel
-
-    corpus = multi30k_dir(data)
-    pairs = read_parallel(corpus / "val.en.gz", corpus / "val.de.gz")
-    gold_by_line = read_gold()
-    numbers = sorted(gold_by_line)
-    sources = [pairs.src[n - 1] for n in numbers]
-    targets = [pairs.tgt[n - 1] for n in numbers]
-    gold = [gold_by_line[n] for n in numbers]
+    sources, targets, gold = hand_aligned(data)
     rows = [row("monotone baseline", sources, targets, gold,
                 [sorted(monotone(s, t)) for s, t in zip(sources, targets)])]
     for run in runs:
@@ -107,14 +100,5 @@ def markdown(rows: list[dict]) -> str:
                                    for r in rows])
 
 
-def main() -> None:
-    parser = new_parser(__spec__.name, __doc__)
-    parser.add_argument("runs", type=Path, nargs="+", help="run directories (English-German)")
-    add_data_option(parser)
-    parser.add_argument("--json", type=Path, help="also write the table here")
-    args = parser.parse_args()
-    report_table(lambda: placements(args.runs, args.data), args.json, markdown)
-
-
 if __name__ == "__main__":
-    main()
+    alignment.main(__spec__.name, __doc__, placements, markdown)

@@ -213,3 +213,17 @@ def test_a_request_with_markup_is_checked_line_by_line():
         with pytest.raises(ApiError) as refused:
             parse_query(body, settings, decode)
         assert (refused.value.status, refused.value.message) == (422, error)
+
+
+def test_the_markup_bench_counts_a_tag_right_where_the_hand_made_links_put_it():
+    from bench.markup import row
+
+    sources, targets = ["A red car .", "Two dogs play"], ["Ein rotes Auto .", "Zwei Hunde spielen"]
+    gold = [{(0, 0), (1, 1), (2, 2), (3, 3)}, {(0, 0), (1, 1), (2, 2)}]
+    right = row("gold", sources, targets, gold, [sorted(links) for links in gold])
+    assert [right[f"exact {n}"] for n in (1, 2, 3)] == [100.0] * 3
+    assert [right[f"tags {n}"] for n in (1, 2, 3)] == [7, 5, 3]
+    swapped = row("swapped", sources, targets, gold,
+                  [[(0, 0), (1, 2), (2, 1), (3, 3)], sorted(gold[1])])
+    assert swapped["exact 1"] == round(100 * 5 / 7, 1)  # "red" and "car" on each other's word
+    assert swapped["exact 2"] == round(100 * 3 / 5, 1)  # "red car" still right
