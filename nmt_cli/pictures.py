@@ -90,9 +90,9 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     columns = max(30, int(width * DPI / 8))
     translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
     title = textwrap.fill(f"“{translation}”", columns)
-    aligned = ("" if not maps.get("alignment_cells") else
-               f"\nred squares: the cells word alignment picks (layer {maps['alignment_layer']}, "
-               "mean of its heads)")
+    aligned = ("" if not maps.get("alignment_cells") else "\n" + textwrap.fill(
+        f"red squares: word alignment (layer {maps['alignment_layer']}, heads averaged)",
+        columns))
     figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}{aligned}",
                     fontsize=10)
     return save(figure, path)
