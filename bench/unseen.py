@@ -9,7 +9,9 @@ English and German training text, checked against the corpus) fills each of 5 En
 sentences; the table gives, per run, the share of the 150 translations that hold the name
 exactly, and the share that hold each of its characters the training text lacks. Beside
 them, as a control, 10 names of characters the training text has: how often the run copies
-a name at all.
+a name at all. Beside them, the share of translations holding the name whole with
+`--copy-unknown`, which copies a source word the vocabulary cannot spell into the
+translation by the word alignment.
 
     python -m bench.unseen RUN [RUN ...] [--data DIR] [--beam 5] [--json FILE]
 """
@@ -62,23 +64,30 @@ def copies(runs: list[Path], data: Path | None, beam: int) -> list[dict]:
         outputs = translator.translate([line for _, line in pairs + control],
                                        DecodeConfig(beam=beam))
         ours, theirs = outputs[: len(pairs)], outputs[len(pairs) :]
+        copying = [hyps[0].text for _, hyps in translator.translate_nbest_stream(
+            [line for _, line in pairs], DecodeConfig(beam=beam), copy_unknown=True)]
         whole = sum(name in output for (name, _), output in zip(pairs, ours))
+        copied = sum(name in output for (name, _), output in zip(pairs, copying))
         characters = sum(unseen[name] <= set(output) for (name, _), output in zip(pairs, ours))
         seen = sum(name in output for (name, _), output in zip(control, theirs))
         rows.append({"run": str(run), "byte_fallback": translator.run.config.tokenizer
                      .byte_fallback, "sentences": len(pairs),
                      "name_copied": percent(whole, len(pairs)),
+                     "name_copied_copy_unknown": percent(copied, len(pairs)),
                      "unseen_characters_kept": percent(characters, len(pairs)),
-                     "seen_name_copied": percent(seen, len(control)), "examples": ours[:3]})
+                     "seen_name_copied": percent(seen, len(control)), "examples": ours[:3],
+                     "examples_copy_unknown": copying[:3]})
         print(rows[-1], flush=True)
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
     return markdown_table(
-        ["run", "byte fallback", "sentences", "name copied whole", "its unseen characters kept",
+        ["run", "byte fallback", "sentences", "name copied whole",
+         "name copied whole, --copy-unknown", "its unseen characters kept",
          "control: a name of seen characters copied"],
         [[r["run"], r["byte_fallback"], r["sentences"], f"{r['name_copied']:.1f}%",
+          f"{r['name_copied_copy_unknown']:.1f}%",
           f"{r['unseen_characters_kept']:.1f}%", f"{r['seen_name_copied']:.1f}%"]
          for r in rows])
 

@@ -21,6 +21,7 @@ a third of the links wrong: the step that outputs an article attends to the noun
 from __future__ import annotations
 
 import codecs
+import itertools
 from collections.abc import Iterator
 
 import sentencepiece as spm
@@ -28,7 +29,7 @@ import torch
 
 from .data import pad, source_tensor
 from .models import Seq2Seq, attention_by_layer
-from .special_tokens import SOS_ID
+from .special_tokens import SOS_ID, UNK_ID
 from .tokenizer import Tokenizer
 
 WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece
@@ -218,3 +219,47 @@ def word_alignments(tokenizer: Tokenizer, line: str, src_ids: list[int],
     return [hard_links(w, source, text_positions(tokenizer.tgt, tokens) if texts is None else
                        line_positions(tokenizer.tgt, texts[k].split(), tokens))
             for k, (tokens, w) in enumerate(zip(hypotheses, weights))]
+
+
+def unknown_words(tokenizer: Tokenizer, line: str) -> list[int]:
+    """The words of `line` (as str.split gives them) that the source vocabulary cannot spell:
+    a piece of each is <unk> (a character it lacks). A language tag is none."""
+    words = line.split()
+    return [k for k, ids in enumerate(tokenizer.src.encode(words) if words else [])
+            if UNK_ID in ids and not (k == 0 and words[0] in tokenizer.tags)]
+
+
+def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
+                 keep: int = 0) -> tuple[str, list[Link]]:
+    """`text`, a translation of `line`, with each of the line's `unknown` words copied in
+    place of the words of the translation aligned to it (to it alone, where some are): the
+    first of them takes the copy, the others go. A model cannot spell such a word, so what
+    it writes there is made up; a name is better copied (OpenNMT's replace_unk does so for
+    the <unk>s a model writes). The links follow the words; a word unlinked stays as it is,
+    and so do the first `keep` words (a target prefix's, given)."""
+    if not unknown:
+        return text, links
+    source, words = line.split(), text.split()
+    sources: dict[int, set[int]] = {}  # target word: the source words linked to it
+    for s, t in links:
+        sources.setdefault(t, set()).add(s)
+    copies: dict[int, list[int]] = {}  # target word: the source words copied there
+    gone: set[int] = set()
+    for s in unknown:
+        linked = sorted(t for t, linked_to in sources.items() if s in linked_to and t >= keep)
+        chosen = [t for t in linked if sources[t] <= set(unknown)] or linked
+        if chosen:
+            copies.setdefault(chosen[0], []).append(s)
+            run = itertools.takewhile(lambda pair: pair[0] == pair[1],
+                                      enumerate(chosen, chosen[0]))
+            gone.update(t for _, t in list(run)[1:])  # the words made up beside it
+    out: list[str] = []
+    moved: list[Link] = []
+    for j, word in enumerate(words):
+        if j in copies:
+            moved += [(s, len(out) + k) for k, s in enumerate(copies[j])]
+            out += [source[s] for s in copies[j]]
+        elif j not in gone:
+            moved += [(s, len(out)) for s in sorted(sources.get(j, ()))]
+            out.append(word)
+    return " ".join(out), sorted(moved)

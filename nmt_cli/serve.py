@@ -30,7 +30,6 @@ from starlette.exceptions import HTTPException
 from .batching import Batcher, decoding_thread
 from .config import DecodeConfig
 from .errors import UserError
-from .markup import carried
 from .service import (
     ApiError,
     ServeConfig,
@@ -98,16 +97,19 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
                             engine.target_languages)
-        if query.alignment or query.marked is not None:
+        aligned = [field for field, asked in (("alignment", query.alignment),
+                                              ("markup", query.marked is not None),
+                                              ("copy_unknown", query.copy_unknown)) if asked]
+        if aligned:
             try:
-                engine.check_alignment('"alignment"' if query.alignment else '"markup"')
+                engine.check_alignment(f'"{aligned[0]}"')
             except UserError as e:
                 raise ApiError(422, str(e)) from None
-        found = await batcher.translate(query.texts(), query.config, query.nbest,
-                                        query.prefixes,
-                                        query.alignment or query.marked is not None)
-        if query.marked is not None:  # the tags back into each translation
-            found = carried(query.marked, found, query.alignment)
+        texts = query.texts()
+        found = await batcher.translate(texts, query.config, query.nbest, query.prefixes,
+                                        bool(aligned))
+        found = engine.finish(texts, found, query.alignment, query.marked, query.copy_unknown,
+                              query.prefixes)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))
 
     @app.get("/health")

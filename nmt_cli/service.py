@@ -23,7 +23,8 @@ from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
 from .translate import Translation
 
-REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup")
+REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
+                  "copy_unknown")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Query:
     prefixes: list[str] | None = None  # a target prefix per line ("" for none)
     alignment: bool = False  # each translation's word alignment to its line (alignment.py)
     marked: list[Marked] | None = None  # with "markup": true, the lines taken apart (markup.py)
+    copy_unknown: bool = False  # words the vocabulary cannot spell copied (alignment.py)
 
     def texts(self) -> list[str]:
         """What is translated: the lines, or the text of the marked ones."""
@@ -96,7 +98,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     longer ones, than the limits allow. "prefix" is text every translation opens with: a
     string for every line, or a list of one per line ("" for none); "alignment": true asks
     for each translation's word alignment; "markup": true reads inline tags in the lines
-    and puts them back into the translations."""
+    and puts them back into the translations; "copy_unknown": true copies the words the
+    vocabulary cannot spell into them."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -106,8 +109,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
-    alignment, markup = (request.get(flag, False) for flag in ("alignment", "markup"))
-    for flag, value in (("alignment", alignment), ("markup", markup)):
+    flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
+    for flag, value in flags.items():
         if not isinstance(value, bool):
             raise ApiError(422, f'"{flag}" must be true or false')
     tgt_lang = request.get("tgt_lang", decode.tgt_lang)
@@ -119,11 +122,11 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         raise ApiError(422, str(e)) from None
     try:  # each line may open with a language tag of its own
         list(checked_sources(lines, tag, languages or [], "line ", '"tgt_lang"'))
-        marked = [line for _, line in parsed(lines, "line ")] if markup else None
+        marked = [line for _, line in parsed(lines, "line ")] if flags["markup"] else None
     except UserError as e:
         raise ApiError(422, str(e)) from None
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
-                 prefixes, alignment, marked)
+                 prefixes, flags["alignment"], marked, flags["copy_unknown"])
 
 
 def json_object(body: bytes) -> dict[str, Any]:

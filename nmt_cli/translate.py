@@ -20,14 +20,21 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignments
+from .alignment import (
+    ALIGNMENT_LAYER,
+    Link,
+    copy_unknown,
+    layers_attention,
+    unknown_words,
+    word_alignments,
+)
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
 from .languages import chosen_tag, source_line, target_languages
-from .markup import carried
+from .markup import Marked, carried
 from .markup import parse as parse_markup
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
 from .special_tokens import EOS_ID
@@ -64,6 +71,7 @@ class Engine:
 
     run_dir: Path
     target_languages: list[str]  # none when not known
+    tokenizer: Tokenizer  # the run's
 
     def language_tag(self, config: DecodeConfig, required: bool = False) -> str:
         """The tag that opens each source for config.tgt_lang (languages.py); "" for a model
@@ -103,24 +111,40 @@ class Engine:
     def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                                nbest: int = 1, attention: bool = False, chunk_size: int = 1000,
                                prefixes: Iterable[str] | None = None, alignment: bool = False,
-                               markup: bool = False) -> Iterator[tuple[str, list[Translation]]]:
+                               markup: bool = False, copy_unknown: bool = False
+                               ) -> Iterator[tuple[str, list[Translation]]]:
         """(input line, its n-best list) for each line of a stream, chunk by chunk; with
         `prefixes`, a stream of as many target prefixes, read alongside; with `markup`, the
-        lines' inline tags are taken out and put back into each translation (markup.py)."""
+        lines' inline tags are taken out and put back into each translation (markup.py);
+        with `copy_unknown`, words the vocabulary cannot spell are copied into it
+        (with_unknown_copied)."""
         ahead = iter(prefixes) if prefixes is not None else None
         for chunk in chunks(lines, chunk_size):
             own = None if ahead is None else [
                 prefix.rstrip("\r\n") for prefix in itertools.islice(ahead, len(chunk))]
             if own is not None and len(own) < len(chunk):
                 raise UserError("there are fewer target prefixes than lines to translate")
-            if not markup:
-                yield from zip(chunk, self.translate_nbest(chunk, config, nbest, attention, own,
-                                                           alignment))
-                continue
-            marked = [parse_markup(line) for line in chunk]
-            found = self.translate_nbest([line.text for line in marked], config, nbest,
-                                         attention, own, alignment=True)
-            yield from zip(chunk, carried(marked, found, alignment))
+            marked = [parse_markup(line) for line in chunk] if markup else None
+            texts = chunk if marked is None else [line.text for line in marked]
+            found = self.translate_nbest(texts, config, nbest, attention, own,
+                                         alignment or markup or copy_unknown)
+            yield from zip(chunk, self.finish(texts, found, alignment, marked, copy_unknown,
+                                              own))
+
+    def finish(self, texts: list[str], found: list[list[Translation]], alignment: bool,
+               marked: list[Marked] | None = None, copy_unknown: bool = False,
+               prefixes: list[str] | None = None) -> list[list[Translation]]:
+        """Translations of `texts` (with their alignments) with the words the vocabulary
+        cannot spell copied in (`copy_unknown`; the words of their `prefixes` kept), then the
+        markup of the lines they came from put back (`marked`); their alignments kept only
+        when `alignment` asked for them."""
+        if copy_unknown:
+            found = with_unknown_copied(self.tokenizer, texts, found, prefixes)
+        if marked is not None:
+            found = carried(marked, found, alignment=True)
+        if not alignment:
+            found = [[dataclasses.replace(h, alignment=None) for h in hyps] for hyps in found]
+        return found
 
 
 def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize: str = "none",
@@ -173,6 +197,10 @@ class Translator(Engine):
                   for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
         return cls(dataclasses.replace(runs[0], model=model), resolved)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.run.tokenizer
 
     def move_to(self, device: str) -> None:
         """Move the model to `device` ("auto": leave it where it is)."""
@@ -307,6 +335,23 @@ def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypoth
             source, pieces[: len(weights[i])], weights[i].tolist())
         out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention,
                                None if alignments is None else alignments[i]))
+    return out
+
+
+def with_unknown_copied(tokenizer: Tokenizer, lines: list[str], found: list[list[Translation]],
+                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+    """Each line's translations (with their alignments) with the line's words that the
+    vocabulary cannot spell copied in place of the words aligned to them
+    (alignment.copy_unknown), their alignments moved with them; the words of each line's
+    target prefix (if any) stay."""
+    out = []
+    for k, (line, hyps) in enumerate(zip(lines, found)):
+        unknown = unknown_words(tokenizer, line)
+        keep = len(prefixes[k].split()) if prefixes else 0
+        out.append([])
+        for h in hyps:
+            text, links = copy_unknown(line, h.text, h.alignment or [], unknown, keep)
+            out[-1].append(dataclasses.replace(h, text=text, alignment=links))
     return out
 
 

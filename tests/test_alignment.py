@@ -17,6 +17,7 @@ from nmt_cli.alignment import (
     ALIGNMENT_LAYER,
     ATTENTION_CELLS,
     attention_batches,
+    copy_unknown,
     hard_links,
     hypothesis_attention,
     pharaoh,
@@ -24,6 +25,7 @@ from nmt_cli.alignment import (
     source_positions,
     surfaces,
     text_positions,
+    unknown_words,
     word_alignments,
 )
 from nmt_cli.config import DecodeConfig, TokenizerConfig
@@ -280,3 +282,39 @@ def test_the_hand_made_alignments_name_words_of_their_sentences():
     for number, links in read_gold().items():
         english, german = lines["en"][number - 1].split(), lines["de"][number - 1].split()
         assert all(s < len(english) and t < len(german) for s, t in links), number
+
+
+def test_words_the_vocabulary_cannot_spell_are_copied_in_place_of_their_words():
+    line = "Ольга rides a horse ."
+    text, links = copy_unknown(line, "Ein Klikaner reitet ein Pferd .",
+                               [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], [0])
+    assert text == "Ольга reitet ein Pferd ."  # the words made up for it go
+    assert links == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]
+    # two unknown words on one word of the translation: both copied there, in order
+    assert copy_unknown("Tomáš Čech runs", "Tomek läuft", [(0, 0), (1, 0), (2, 1)], [0, 1]) == (
+        "Tomáš Čech läuft", [(0, 0), (1, 1), (2, 2)])
+    # a word linked to a known word too is taken only when none is the unknown word's alone;
+    # words apart from the first are kept
+    assert copy_unknown("Ольга rides", "Ein Klik reitet Olg", [(0, 0), (1, 0), (0, 1), (1, 2),
+                                                               (0, 3)], [0]) == (
+        "Ein Ольга reitet Olg", [(0, 0), (0, 1), (0, 3), (1, 0), (1, 2)])
+    assert copy_unknown(line, "Ein Pferd", [], [0]) == ("Ein Pferd", [])  # linked to nothing
+    assert copy_unknown(line, "Ein Klikaner reitet", [(0, 0), (0, 1), (1, 2)], [0], keep=1) == (
+        "Ein Ольга reitet", [(0, 0), (0, 1), (1, 2)])  # a prefix's word stays
+    assert copy_unknown(line, "Ein  Pferd", [(1, 0)], []) == ("Ein  Pferd", [(1, 0)])
+
+
+def test_translate_copy_unknown(tiny_run):
+    tokenizer = Translator.from_run(tiny_run, "cpu").tokenizer  # no byte fallback
+    assert unknown_words(tokenizer, "Ольга and Þórdís ride a horse .") == [0, 2]
+    assert unknown_words(tokenizer, "A man rides a horse .") == []
+    result = invoke("translate", "--run", str(tiny_run), "--copy-unknown", "--alignment",
+                    "--max-len-b", "6", "Ольга rides a horse.")
+    assert result.exit_code == 0, result.output
+    text, links = result.stdout.rstrip("\n").split(" ||| ")
+    links = [tuple(map(int, link.split("-"))) for link in links.split()]
+    assert "Ольга" in text.split() and (0, text.split().index("Ольга")) in links
+    assert all(0 <= s < 4 and 0 <= t < len(text.split()) for s, t in links)
+    plain = invoke("translate", "--run", str(tiny_run), "--max-len-b", "6", "A man rides.")
+    assert invoke("translate", "--run", str(tiny_run), "--max-len-b", "6", "--copy-unknown",
+                  "A man rides.").stdout == plain.stdout  # nothing to copy: the same

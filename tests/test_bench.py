@@ -686,5 +686,6 @@ def test_every_name_of_the_unseen_bench_has_a_character_multi30k_lacks(tmp_path)
     (row,) = copies([train_tiny_run(tmp_path)], MIRROR, 1)
     assert row["sentences"] == 150 and row["byte_fallback"] is False
     assert 0 <= row["unseen_characters_kept"] <= 100 and 0 <= row["seen_name_copied"] <= 100
-    assert len(row["examples"]) == 3
+    assert row["name_copied_copy_unknown"] > row["name_copied"]  # a 3-step model copies none
+    assert len(row["examples"]) == len(row["examples_copy_unknown"]) == 3
     assert markdown([row]).count("\n") == 2

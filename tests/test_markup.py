@@ -205,11 +205,15 @@ def test_a_request_with_markup_is_checked_line_by_line():
     query = parse_query(b'{"text": ["<2de> A <b>man</b>.", ""], "markup": true}', settings,
                         decode, ["de", "fr"])
     assert query.texts() == ["<2de> A man.", ""] and query.lines[0] == "<2de> A <b>man</b>."
+    assert not query.copy_unknown and parse_query(b'{"text": "Hi.", "copy_unknown": true}',
+                                                  settings, decode).copy_unknown
     assert parse_query(b'{"text": "A <b>man</b>."}', settings, decode).texts() == [
         "A <b>man</b>."]  # without "markup", tags are text
     for body, error in [(b'{"text": ["Hi.", "<b>Hi."], "markup": true}',
                          "line 2: <b> is never closed"),
-                        (b'{"text": "Hi.", "markup": 1}', '"markup" must be true or false')]:
+                        (b'{"text": "Hi.", "markup": 1}', '"markup" must be true or false'),
+                        (b'{"text": "Hi.", "copy_unknown": "yes"}',
+                         '"copy_unknown" must be true or false')]:
         with pytest.raises(ApiError) as refused:
             parse_query(body, settings, decode)
         assert (refused.value.status, refused.value.message) == (422, error)

@@ -28,7 +28,7 @@ import nmt_cli
 from nmt_cli import DecodeConfig, Translator, resolve_config
 from nmt_cli.batching import Batcher
 from nmt_cli.cli import app
-from nmt_cli.markup import carried, parse
+from nmt_cli.markup import parse
 from nmt_cli.training import Trainer, prepare_run_dir
 from nmt_cli.translate import Translation
 
@@ -124,8 +124,11 @@ def request_of(i: int, lines: list[str]) -> dict:
     beam; every fifth holds three lines; every seventh gives target prefixes (the first two
     words of the reference; a list of one per line where it has three); every eleventh asks
     for word alignments; every thirteenth has inline markup (its lines' second words in
-    bold, a <br/> after them)."""
+    bold, a <br/> after them); every seventeenth a name the vocabulary cannot spell, to
+    copy."""
     text = lines[i] if i % 5 else [lines[i], lines[(i + 1) % len(lines)], ""]
+    if i % 17 == 9:  # a name of characters the vocabulary lacks
+        text = f"Ольга {text}" if isinstance(text, str) else [f"Ольга {line}" for line in text]
     if i % 13 == 6:
         bold = [re.sub(r"^(\S+ )(\S+)", r"\1<b>\2</b>", line) + "<br/>" for line in
                 ([text] if isinstance(text, str) else text)]
@@ -138,6 +141,8 @@ def request_of(i: int, lines: list[str]) -> dict:
         settings["alignment"] = True
     if i % 13 == 6:
         settings["markup"] = True
+    if i % 17 == 9:
+        settings["copy_unknown"] = True
     return {"text": text, **settings}
 
 
@@ -169,9 +174,11 @@ def expected(translator: Translator, requests: list[dict]) -> list[list[list[Tra
             alignment=True))
         for i in group:
             answers[i] = [next(found) for _ in lines_of(requests[i])]
-            if requests[i].get("markup"):
-                marked = [parse(line) for line in lines_of(requests[i])]
-                answers[i] = carried(marked, answers[i], alignment=True)
+            marked = ([parse(line) for line in lines_of(requests[i])]
+                      if requests[i].get("markup") else None)
+            answers[i] = translator.finish(texts_of(requests[i]), answers[i], True, marked,
+                                           requests[i].get("copy_unknown", False),
+                                           prefixes_of(requests[i]))
     return answers
 
 

@@ -83,6 +83,10 @@ def translate(
         help="Lines hold inline HTML or XML tags (<b>, <a href=\"...\">, <br/>): their text is "
              "translated and each tag goes back around the words that its words align "
              "to.")] = False,
+    copy_unknown: Annotated[bool, typer.Option(
+        help="Copy each word of a line that the vocabulary cannot spell (a character it "
+             "lacks: a name in another script) into the translation, in place of the words "
+             "aligned to it.")] = False,
     engine: EngineOption = TORCH,
     ensemble: EnsembleOption = None,
     prefix: Annotated[str | None, typer.Option(
@@ -111,8 +115,10 @@ def translate(
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
     if attention:
         translator.check_attention("--attention")
-    if alignment or markup:
-        translator.check_alignment("--alignment" if alignment else "--markup")
+    aligned = [option for option, asked in (("--alignment", alignment), ("--markup", markup),
+                                             ("--copy-unknown", copy_unknown)) if asked]
+    if aligned:
+        translator.check_alignment(aligned[0])
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
@@ -133,7 +139,7 @@ def translate(
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
-                                              alignment, markup)
+                                              alignment, markup, copy_unknown)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
