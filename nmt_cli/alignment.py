@@ -21,7 +21,6 @@ a third of the links wrong: the step that outputs an article attends to the noun
 from __future__ import annotations
 
 import codecs
-import itertools
 from collections.abc import Iterator
 
 import sentencepiece as spm
@@ -147,8 +146,15 @@ def piece_links(weights: torch.Tensor, source_words: list[int | None],
 def hard_links(weights: torch.Tensor, source_words: list[int | None],
                target_words: list[int | None]) -> list[Link]:
     """The (source word, target word) pairs of piece_links, sorted, each once."""
-    return sorted({(source_words[column], target_words[row])
-                   for row, column in piece_links(weights, source_words, target_words)})
+    return word_links(piece_links(weights, source_words, target_words), source_words,
+                      target_words)
+
+
+def word_links(cells: list[tuple[int, int]], source_words: list[int | None],
+               target_words: list[int | None]) -> list[Link]:
+    """The (source word, target word) pairs of (target piece, source piece) cells, sorted,
+    each once."""
+    return sorted({(source_words[column], target_words[row]) for row, column in cells})
 
 
 def pharaoh(links: list[Link]) -> str:
@@ -250,9 +256,9 @@ def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
         chosen = [t for t in linked if sources[t] <= set(unknown)] or linked
         if chosen:
             copies.setdefault(chosen[0], []).append(s)
-            run = itertools.takewhile(lambda pair: pair[0] == pair[1],
-                                      enumerate(chosen, chosen[0]))
-            gone.update(t for _, t in list(run)[1:])  # the words made up beside it
+            # the words made up beside it: chosen is sorted, so its first run is where
+            # each word is the first's position plus its own
+            gone.update(t for k, t in enumerate(chosen[1:], 1) if t == chosen[0] + k)
     out: list[str] = []
     moved: list[Link] = []
     for j, word in enumerate(words):

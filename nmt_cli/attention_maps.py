@@ -24,10 +24,10 @@ import torch
 
 from .alignment import (
     alignment_layer,
-    hard_links,
     piece_links,
     source_positions,
     text_positions,
+    word_links,
 )
 from .checkpoint import Run
 from .config import DecodeConfig, check_choice
@@ -119,10 +119,9 @@ def collect_maps(run: Run, src_ids: list[int], out_ids: list[int], kind: str, la
         output_words = text_positions(run.tokenizer.tgt, out_ids)
         weights = layers[aligned].mean(0)  # (rows, columns)
         maps.alignment_layer = aligned + 1
-        maps.alignment_cells = [list(cell) for cell in piece_links(weights, source_words,
-                                                                     output_words)]
-        maps.alignment = [list(link) for link in hard_links(weights, source_words,
-                                                              output_words)]
+        cells = piece_links(weights, source_words, output_words)
+        maps.alignment_cells = [list(cell) for cell in cells]
+        maps.alignment = [list(link) for link in word_links(cells, source_words, output_words)]
     return maps
 
 

@@ -100,11 +100,11 @@ class Placing:
         """Append the tokens of target words [low, high) with `elements` placed among them:
         in the order of where they go, each clipped to [low, high) and to after the one
         before, so that they nest."""
-        order = sorted(range(len(elements)), key=lambda k: (self.wanted(elements[k])[0], k))
+        wanted = sorted(((self.wanted(element), k) for k, element in enumerate(elements)),
+                        key=lambda pair: (pair[0][0], pair[1]))  # by start, then as written
         cursor = low  # no element starts before it
-        for k in order:
+        for (start, end), k in wanted:
             element = elements[k]
-            start, end = self.wanted(element)
             start = min(max(start, cursor), high)
             end = max(min(end, high), start)
             tokens += [("word", html.escape(word, quote=False)) for word in words[cursor:start]]
@@ -211,10 +211,8 @@ def parsed(lines: Iterable[str], at: str, first: int = 1) -> Iterator[tuple[str,
             raise UserError(f"{at}{number}: {e}") from None
 
 
-def carried(marked: list[Marked], found: list[list], alignment: bool) -> list[list]:
+def carried(marked: list[Marked], found: list[list]) -> list[list]:
     """The translations of each marked line's text (`found`: Translations with their word
-    alignments) with the line's markup put back in their text; their alignments (to the
-    text) kept only when `alignment` asked for them."""
-    return [[dataclasses.replace(h, text=line.restore(h.text, h.alignment or []),
-                                 alignment=h.alignment if alignment else None) for h in hyps]
+    alignments, to the text) with the line's markup put back in their text."""
+    return [[dataclasses.replace(h, text=line.restore(h.text, h.alignment or [])) for h in hyps]
             for line, hyps in zip(marked, found)]

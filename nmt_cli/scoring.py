@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .alignment import ALIGNMENT_LAYER, Link, layers_attention, word_alignments
+from .alignment import ALIGNMENT_LAYER, Link, hypothesis_attention, word_alignments
 from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
@@ -82,9 +82,10 @@ def score_pairs(run: Run, device: torch.device, src_lines: list[str], tgt_lines:
         for i, values in zip(rows, log_probs):
             scores[i] = PairScore(tokenizer.tgt.id_to_piece(tgt_ids[i] + [EOS_ID]), values)
     if alignment:
-        weights = layers_attention(model, [src_ids[i] for i in fits], [tgt_ids[i] for i in fits],
-                                   device, (ALIGNMENT_LAYER,), batch_size)
-        for i, (read,) in zip(fits, weights):
+        weights = hypothesis_attention(model, [src_ids[i] for i in fits],
+                                       [tgt_ids[i] for i in fits], device, ALIGNMENT_LAYER,
+                                       batch_size)
+        for i, read in zip(fits, weights):
             links = word_alignments(tokenizer, src_lines[i], src_ids[i], [tgt_ids[i]], [read],
                                     [tgt_lines[i]])
             scores[i] = dataclasses.replace(scores[i], alignment=links[0])

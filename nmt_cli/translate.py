@@ -141,8 +141,8 @@ class Engine:
         if copy_unknown:
             found = with_unknown_copied(self.tokenizer, texts, found, prefixes)
         if marked is not None:
-            found = carried(marked, found, alignment=True)
-        if not alignment:
+            found = carried(marked, found)
+        if not alignment and (copy_unknown or marked is not None):  # aligned for them alone
             found = [[dataclasses.replace(h, alignment=None) for h in hyps] for hyps in found]
         return found
 
