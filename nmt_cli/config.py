@@ -165,6 +165,10 @@ class DecodeConfig:
     # For a model trained into several languages (data.tgt_lang "de,fr"): the one to translate
     # into (languages.py); "" for a model with one
     tgt_lang: str = ""
+    # A file of terms, a source term and its target term a line, tab between (glossary.py):
+    # each translation of a line that holds a source term contains its target term, placed
+    # by constrained beam search (constrained.py); "": none
+    glossary: str = ""
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),
@@ -187,6 +191,9 @@ def check_engine(engine: str, config: DecodeConfig) -> None:
     if config.sampling and engine == "ctranslate2":
         raise UserError("--sampling: the ctranslate2 engine searches only; sample with "
                         "--engine torch")
+    if config.glossary and engine == "ctranslate2":
+        raise UserError("--glossary: the ctranslate2 engine cannot place terms; use --engine "
+                        "torch")
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,16 @@ from .alignment import (
 )
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
+from .constrained import check_constrained, translate_constrained
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
+from .glossary import Glossary, read_glossary
 from .languages import chosen_tag, source_line, target_languages
 from .markup import Marked, carried
 from .markup import parse as parse_markup
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
-from .special_tokens import EOS_ID
+from .special_tokens import EOS_ID, UNK_ID
 from .tokenizer import Tokenizer, tokenizer_files
 
 
@@ -169,6 +171,7 @@ class Translator(Engine):
         self.run, self.device, self.run_dir = run, device, run.path
         self.target_languages = target_languages(run.config.data.tgt_lang)
         self.generators: dict[tuple[int, torch.device], torch.Generator] = {}  # by seed
+        self.glossaries: dict[str, Glossary] = {}  # by file, read once
         fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
@@ -229,10 +232,13 @@ class Translator(Engine):
         src_ids = self.encode(lines, config)
         prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
                                      self.run.model.max_positions, self.warn)
-        model = self.run.model
+        model, constraints = self.run.model, self.constraints(lines, config)
         with mixed_precision(self.device, config.precision):
-            found = translate_nbest(model, src_ids, config, self.device, nbest,
-                                    self.generator(config), prefix_ids)
+            found = (translate_constrained(model, src_ids, constraints, config, self.device,
+                                           nbest, prefix_ids, self.continues_word())
+                     if constraints else
+                     translate_nbest(model, src_ids, config, self.device, nbest,
+                                     self.generator(config), prefix_ids))
             # one pass for both: the last layer's weights, then the aligning layer's
             read = self.attention(src_ids, found, (-1,) * attention +
                                   (ALIGNMENT_LAYER,) * alignment, config)
@@ -265,6 +271,30 @@ class Translator(Engine):
                                      [tokens for _, tokens in pairs], self.device, layers,
                                      config.batch_size))
         return [[next(flat) for _ in hyps] for hyps in found]
+
+    def constraints(self, lines: list[str], config: DecodeConfig) -> list[list[list[int]]] | None:
+        """The target ids of each line's glossary terms (config.glossary; glossary.py), each
+        term encoded as text of its own; None without a glossary."""
+        if not config.glossary:
+            return None
+        check_constrained(config)
+        if config.glossary not in self.glossaries:
+            self.glossaries[config.glossary] = read_glossary(config.glossary)
+        terms = [self.glossaries[config.glossary].targets(line) for line in lines]
+        distinct = sorted({term for own in terms for term in own})
+        ids = dict(zip(distinct, self.run.tokenizer.encode_tgt(distinct)))
+        for term in distinct:
+            if UNK_ID in ids[term]:
+                raise UserError(f"--glossary {config.glossary}: the target term {term!r} has a "
+                                "character the model's vocabulary lacks, which it cannot write")
+        return [[ids[term] for term in own] for own in terms]
+
+    def continues_word(self) -> torch.Tensor:
+        """(vocab,) True for each target piece that goes on with the word before it: one
+        that neither opens a word (▁) nor is a special token or a sign (".", ",")."""
+        pieces = self.run.tokenizer.tgt.id_to_piece(list(range(self.run.tokenizer.tgt_vocab_size)))
+        return torch.tensor([i > EOS_ID and piece[:1].isalnum() for i, piece in enumerate(pieces)],
+                            device=self.device)
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
         """The random state of sampling with config.sampling_seed: one for all of this Translator's

@@ -121,6 +121,8 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
     "sampling_seed": "With --sampling: the seed of the draws.",
     "no_repeat_ngram": "Never repeat an n-gram of this many tokens in an output (0: off).",
     "tgt_lang": "The language to translate into, for a model trained into several.",
+    "glossary": "A file of terms, 'source term<TAB>target term' a line: a line's translation "
+                "uses the target term of each source term it holds.",
 }
 DECODE_TYPES = {"device": Device, "precision": Precision}
 

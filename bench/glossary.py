@@ -1,0 +1,115 @@
+"""Terms a translation must use (--glossary): how often constrained beam search places them,
+what it does to BLEU, and what it costs.
+
+As Post and Vilar (2018) measured dynamic beam allocation, the terms come from the
+reference: for each test_2016_flickr sentence, words of its reference that the run's own beam
+translation lacks, drawn at random (seeded). Three settings: one such word; two of them, each
+a constraint of its own; one run of two reference words (a two-word term). Each is decoded
+with the constraints of its sentence (constrained.translate_constrained, the search behind
+--glossary) and without (plain beam search); the table gives, per run and setting, the share
+of terms found whole in the translations, BLEU against the reference, and seconds for the set.
+A term drawn from the reference lifts BLEU by itself; the gain says the search fits the rest
+of the sentence around it, a loss that it does not.
+
+    python -m bench.glossary RUN [RUN ...] [--data DIR] [--sentences 1000] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from pathlib import Path
+
+from .common import add_data_option, markdown_table, multi30k_dir, new_parser, report_table
+
+SETTINGS = {"one word": (1, 1), "two words": (2, 1), "a two-word term": (1, 2)}
+
+
+def words(text: str) -> list[str]:
+    """The words of a line without the signs around them."""
+    return re.sub(r"[^\w\s-]", " ", text).split()
+
+
+def holds(text: str, term: str) -> bool:
+    return f" {' '.join(words(term))} " in f" {' '.join(words(text))} "
+
+
+def draw_terms(reference: str, output: str, count: int, length: int,
+               rng: random.Random) -> list[str]:
+    """`count` runs of `length` reference words that `output` lacks (fewer if there are not
+    so many), none overlapping."""
+    ref = words(reference)
+    spans = [i for i in range(len(ref) - length + 1)
+             if all(w.isalpha() for w in ref[i : i + length])
+             and not holds(output, " ".join(ref[i : i + length]))]
+    rng.shuffle(spans)
+    chosen: list[int] = []
+    for i in spans:
+        if len(chosen) < count and all(abs(i - j) >= length for j in chosen):
+            chosen.append(i)
+    return [" ".join(ref[i : i + length]) for i in sorted(chosen)]
+
+
+def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
+    import sacrebleu
+
+    from nmt_cli.config import DecodeConfig
+    from nmt_cli.constrained import translate_constrained
+    from nmt_cli.data import read_lines
+    from nmt_cli.translate import Translator
+
+    corpus = multi30k_dir(data)
+    sources = read_lines(corpus / "test_2016_flickr.en.gz")[:sentences]
+    references = read_lines(corpus / "test_2016_flickr.de.gz")[:sentences]
+    config = DecodeConfig(beam=5, device="cpu")
+    rows = []
+    for run in runs:
+        translator = Translator.from_run(run, "cpu")
+        tokenizer, model = translator.tokenizer, translator.run.model
+        start = time.perf_counter()
+        plain = translator.translate(sources, config)
+        plain_seconds = time.perf_counter() - start
+        src_ids = translator.encode(sources, config)
+        for name, (count, length) in SETTINGS.items():
+            rng = random.Random(1)
+            terms = [draw_terms(r, o, count, length, rng) for r, o in zip(references, plain)]
+            ids = [tokenizer.encode_tgt(own) if own else [] for own in terms]
+            start = time.perf_counter()
+            found = translate_constrained(model, src_ids, ids, config, translator.device,
+                                          continues_word=translator.continues_word())
+            seconds = time.perf_counter() - start
+            outputs = tokenizer.decode_tgt([hyps[0].tokens if hyps else [] for hyps in found])
+            placed = [holds(o, t) for o, own in zip(outputs, terms) for t in own]
+            rows.append({
+                "run": str(run), "setting": name, "terms": len(placed),
+                "terms_placed": round(100 * sum(placed) / max(len(placed), 1), 1),
+                "bleu_plain": round(sacrebleu.corpus_bleu(plain, [references]).score, 2),
+                "bleu": round(sacrebleu.corpus_bleu(outputs, [references]).score, 2),
+                "seconds_plain": round(plain_seconds, 1), "seconds": round(seconds, 1),
+                "examples": [(s, t, o) for s, t, o in zip(sources, terms, outputs) if t][:3]})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    return markdown_table(
+        ["run", "terms", "count", "placed whole", "BLEU without", "BLEU with",
+         "seconds without", "seconds with"],
+        [[r["run"], r["setting"], r["terms"], f"{r['terms_placed']:.1f}%", r["bleu_plain"],
+          r["bleu"], r["seconds_plain"], r["seconds"]] for r in rows])
+
+
+def main() -> None:
+    parser = new_parser(__spec__.name, __doc__)
+    parser.add_argument("runs", type=Path, nargs="+", help="English-German run directories")
+    add_data_option(parser)
+    parser.add_argument("--sentences", type=int, default=1000,
+                        help="the first N of test_2016_flickr (default: all 1,000)")
+    parser.add_argument("--json", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    report_table(lambda: measure(args.runs, args.data, args.sentences), args.json, markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Lexically constrained decoding: beam search whose translations must contain given runs of
+target tokens (constraints: a glossary's terms, glossary.py), by dynamic beam allocation
+(Post and Vilar, 2018, with the round-robin banks of Hu et al., 2019; fairseq's --constraints).
+
+A hypothesis knows which constraints it has met and how far it is into the one it is placing
+(`Progress`); its bank is the number of constraint tokens it has placed. Each step the
+candidates are the beam's 2k best extensions, each hypothesis's best next token, and each
+hypothesis's next constraint token (the next of the one it is placing, or the first of each
+it has not met). The k that go on are dealt from the banks in turn, fullest bank first and
+best first within a bank (`allocate`), so hypotheses that have placed more of the constraints
+keep their places beside likelier ones that have placed fewer. <eos> is ruled out until every
+constraint is met, and so is a piece that would go on with the word a constraint ends in
+("Fahrrad" never becomes "Fahrrads"). A hypothesis that could no longer place them all before
+the length limit gives way to those that can (`in_time`); one stopped by the limit with a
+constraint unmet ranks after every one that met them all. Constraint tokens are scored by the
+model like any other.
+
+Written against the Seq2Seq interface (start, decode_step, state.select), one sentence at a
+time: the sentences of a batch that have constraints leave the batched search for this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import DecodeConfig
+from .data import source_tensor
+from .errors import UserError
+from .models.base import Seq2Seq
+from .search import (
+    Hypothesis,
+    block_repeated_ngrams,
+    check_nbest,
+    finished,
+    follow_prefix,
+    forbid_special_tokens,
+    output_limit,
+    prefix_tensor,
+    translate_nbest,
+)
+from .special_tokens import EOS_ID, SOS_ID
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Which of a sentence's constraints a hypothesis has met, and which one it is placing
+    (-1: none) with how many of its tokens."""
+
+    met: tuple[bool, ...]
+    current: int = -1
+    placed_of_current: int = 0
+    closing: bool = False  # its last token ended a constraint, whose word must end there
+
+    def after(self, token: int, constraints: list[list[int]]) -> Progress:
+        """The progress once `token` is added. A token that breaks off the constraint being
+        placed undoes that constraint's tokens so far (it must be placed whole, in one run)."""
+        if self.current >= 0:
+            wanted = constraints[self.current]
+            if token == wanted[self.placed_of_current]:
+                return self.advanced(self.current, self.placed_of_current + 1, constraints)
+        for c, wanted in enumerate(constraints):  # the token may open one not met yet
+            if not self.met[c] and token == wanted[0]:
+                return self.advanced(c, 1, constraints)
+        return Progress(self.met)
+
+    def advanced(self, c: int, placed: int, constraints: list[list[int]]) -> Progress:
+        if placed < len(constraints[c]):
+            return Progress(self.met, c, placed)
+        return Progress(self.met[:c] + (True,) + self.met[c + 1 :], closing=True)
+
+    def placed(self, constraints: list[list[int]]) -> int:
+        """Its bank: the constraint tokens placed (those of constraints met, and so far)."""
+        return sum(len(c) for c, met in zip(constraints, self.met) if met) + self.placed_of_current
+
+    def next_tokens(self, constraints: list[list[int]]) -> set[int]:
+        """The tokens that place more of a constraint."""
+        if self.current >= 0:
+            return {constraints[self.current][self.placed_of_current]}
+        return {c[0] for c, met in zip(constraints, self.met) if not met}
+
+    @property
+    def complete(self) -> bool:
+        return all(self.met)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """A live hypothesis: its tokens, their log-probability, its progress."""
+
+    tokens: list[int]
+    log_prob: float
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Candidate:
+    parent: int  # the live hypothesis it extends
+    token: int
+    log_prob: float
+    progress: Progress
+    bank: int
+    ends: bool  # <eos>, or the length limit
+
+
+def allocate(candidates: list[Candidate], k: int) -> list[Candidate]:
+    """The k candidates dealt from the banks in turn: the best of the fullest bank, the best
+    of the next, ..., then the second best of each, and so on (Hu et al., 2019)."""
+    rank_in_bank: dict[int, int] = {}
+    ranked = []
+    for c in sorted(candidates, key=lambda c: -c.log_prob):
+        rank = rank_in_bank[c.bank] = rank_in_bank.get(c.bank, -1) + 1
+        ranked.append((rank, -c.bank, c))
+    return [c for _, _, c in sorted(ranked, key=lambda r: r[:2])[:k]]
+
+
+@torch.inference_mode()
+def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limit: int,
+                            constraints: list[list[int]], beam_size: int, alpha: float,
+                            min_len: int = 0, no_repeat_ngram: int = 0,
+                            forced: torch.Tensor | None = None,
+                            continues_word: torch.Tensor | None = None) -> list[Hypothesis]:
+    """The `beam_size` best hypotheses of one sentence (src: (1, src_len)) that contain each
+    of `constraints` (runs of target ids), best first; `forced`: its target prefix
+    (1, prefix_len) or None; `continues_word`: (vocab,) True for the pieces that go on with
+    the word before them (none ruled out: None). Each step reads its candidates to the host
+    once."""
+    state = model.start(src)
+    live = [Partial([], 0.0, Progress((False,) * len(constraints)))]
+    done: list[tuple[bool, Hypothesis]] = []
+    for step in range(limit):
+        last = torch.tensor([p.tokens[-1] if p.tokens else SOS_ID for p in live],
+                            device=src.device)
+        logits, state = model.decode_step(last, state)
+        scores = step_scores(logits, live, step, min_len, no_repeat_ngram, forced,
+                             continues_word)
+        found = candidates(scores, live, constraints, beam_size, step + 1 >= limit)
+        found = in_time(found, constraints, limit - step - 1)
+        for c in allocate(found, beam_size):
+            if c.ends:
+                tokens = live[c.parent].tokens + ([] if c.token == EOS_ID else [c.token])
+                done.append((c.progress.complete,
+                             finished(tokens, c.log_prob, c.token == EOS_ID, alpha)))
+        going = allocate([c for c in found if not c.ends], beam_size)
+        if len(done) >= beam_size or not going:
+            break
+        state = state.select(torch.tensor([c.parent for c in going], device=src.device),
+                             len(going))
+        live = [Partial(live[c.parent].tokens + [c.token], c.log_prob, c.progress)
+                for c in going]
+    done.sort(key=lambda d: (d[0], d[1].score), reverse=True)
+    return [h for _, h in done[:beam_size]]
+
+
+def in_time(found: list[Candidate], constraints: list[list[int]],
+            steps_left: int) -> list[Candidate]:
+    """The candidates that can still place every constraint in the steps left before the
+    length limit; all of them when none can (the limit then stops the best)."""
+    total = sum(map(len, constraints))
+    hopeful = [c for c in found if total - c.bank <= steps_left]
+    return hopeful or found
+
+
+def step_scores(logits: torch.Tensor, live: list[Partial], step: int, min_len: int,
+                no_repeat_ngram: int, forced: torch.Tensor | None,
+                continues_word: torch.Tensor | None = None) -> torch.Tensor:
+    """(live, vocab) the log-probability of each hypothesis with each next token, as plain
+    beam search has it; then <eos> ruled out for a hypothesis with a constraint unmet, and
+    the pieces that go on with a word right after a constraint ends: after the softmax, so
+    what is left keeps the model's probabilities (as fairseq rules out <eos>)."""
+    logits = forbid_special_tokens(logits.float(), step >= min_len)
+    if no_repeat_ngram:
+        history = torch.tensor([p.tokens for p in live], device=logits.device)
+        logits = block_repeated_ngrams(logits, history.view(len(live), step), no_repeat_ngram)
+    log_probs = torch.log_softmax(logits, dim=-1)
+    unmet = torch.tensor([not p.progress.complete for p in live], device=logits.device)
+    log_probs[:, EOS_ID] = log_probs[:, EOS_ID].masked_fill(unmet, float("-inf"))
+    closing = [row for row, p in enumerate(live) if p.progress.closing]
+    if closing and continues_word is not None:
+        log_probs[closing] = log_probs[closing].masked_fill(continues_word, float("-inf"))
+    if forced is not None:
+        log_probs = follow_prefix(log_probs, forced.expand(len(live), -1), step)
+    totals = torch.tensor([p.log_prob for p in live], device=logits.device)
+    return totals.unsqueeze(1) + log_probs
+
+
+def candidates(scores: torch.Tensor, live: list[Partial], constraints: list[list[int]],
+               beam_size: int, at_limit: bool) -> list[Candidate]:
+    """The step's candidates (see the module's docstring), each once, none of probability 0;
+    their scores read to the host in one copy."""
+    wanted = [(row, token) for row, p in enumerate(live)
+              for token in sorted(p.progress.next_tokens(constraints))]
+    top = scores.view(-1).topk(min(2 * beam_size, scores.numel()))
+    best = scores.max(-1)
+    rows = torch.tensor([r for r, _ in wanted], dtype=torch.long, device=scores.device)
+    tokens = torch.tensor([t for _, t in wanted], dtype=torch.long, device=scores.device)
+    read = torch.cat([top.values.double(), top.indices.double(), best.values.double(),
+                      best.indices.double(), scores[rows, tokens].double()]).tolist()
+    n, vocab = len(top.values), scores.size(1)
+    pairs = [divmod(int(i), vocab) for i in read[n : 2 * n]]
+    pairs += [(row, int(token)) for row, token in enumerate(read[2 * n + len(live) :
+                                                                 2 * n + 2 * len(live)])]
+    values = read[:n] + read[2 * n : 2 * n + len(live)]
+    pairs += wanted
+    values += read[2 * n + 2 * len(live) :]
+    out: dict[tuple[int, int], Candidate] = {}
+    for (row, token), value in zip(pairs, values):
+        if value == float("-inf") or (row, token) in out:
+            continue
+        progress = live[row].progress
+        progress = progress if token == EOS_ID else progress.after(token, constraints)
+        out[row, token] = Candidate(row, token, value, progress, progress.placed(constraints),
+                                    token == EOS_ID or at_limit)
+    return list(out.values())
+
+
+def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
+                          constraints: list[list[list[int]]], config: DecodeConfig,
+                          device: torch.device, nbest: int = 1,
+                          prefixes: list[list[int]] | None = None,
+                          continues_word: torch.Tensor | None = None) -> list[list[Hypothesis]]:
+    """search.translate_nbest, where each sentence's translations contain its `constraints`
+    (runs of target ids; none: an empty list): the sentences with some are decoded one at a
+    time by constrained_beam_search (`continues_word`: see there), the others together as
+    usual. The output limit of a sentence is raised to hold its prefix and constraints."""
+    check_constrained(config)
+    check_nbest(nbest, config)
+    plain = [i for i, c in enumerate(constraints) if not c or not src_ids[i]]
+    outputs = dict(zip(plain, translate_nbest(
+        model, [src_ids[i] for i in plain], config, device, nbest,
+        prefixes=[prefixes[i] for i in plain] if prefixes else None)))
+    for i, (src, own) in enumerate(zip(src_ids, constraints)):
+        if i in outputs:
+            continue
+        src = src[: model.max_positions - 1]
+        prefix = prefixes[i][: model.max_positions] if prefixes else []
+        limit = output_limit(len(src), config, model.max_positions,
+                             len(prefix) + sum(map(len, own)))
+        outputs[i] = constrained_beam_search(
+            model, source_tensor([src]).to(device), limit, own, config.beam, config.alpha,
+            config.min_len, config.no_repeat_ngram, prefix_tensor([prefix], device),
+            continues_word)[:nbest]
+    return [outputs[i] for i in range(len(src_ids))]
+
+
+def check_constrained(config: DecodeConfig) -> None:
+    """Constraints are placed by beam search: a one-line error for settings without one."""
+    if config.sampling:
+        raise UserError("--glossary: sampling draws each token and places no terms; drop "
+                        "--sampling")
+    if config.beam < 2:
+        raise UserError("--glossary places its terms by beam search: give --beam 2 or more")

@@ -1,0 +1,208 @@
+"""Glossaries and constrained beam search: every hypothesis holds each of its sentence's
+constraints whole, as one run, scored as teacher forcing scores it; the banks deal the beam
+in turn; a glossary file finds its source terms as whole words; and `nmt translate
+--glossary` as a user runs it, bad input included."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from test_cli import invoke, one_line_error
+from test_nbest import train_tiny_run
+from test_prefix import teacher_forced_log_probs
+from test_search import TABLE, A, B, TableModel
+
+from nmt_cli.config import DecodeConfig, check_engine
+from nmt_cli.constrained import (
+    Candidate,
+    Progress,
+    allocate,
+    constrained_beam_search,
+    translate_constrained,
+)
+from nmt_cli.errors import UserError
+from nmt_cli.glossary import read_glossary
+from nmt_cli.search import translate_nbest
+from nmt_cli.special_tokens import EOS_ID
+from nmt_cli.translate import Translator
+
+from conftest import random_tokens, tiny_model
+
+CPU = torch.device("cpu")
+
+
+def holds(tokens: list[int], run: list[int]) -> bool:
+    return any(tokens[i : i + len(run)] == run for i in range(len(tokens) - len(run) + 1))
+
+
+def test_progress_places_a_constraint_whole_and_undoes_one_broken_off():
+    constraints = [[7, 8, 9], [5]]
+    p = Progress((False, False))
+    assert p.next_tokens(constraints) == {7, 5} and p.placed(constraints) == 0
+    p = p.after(7, constraints).after(8, constraints)
+    assert (p.current, p.placed_of_current, p.placed(constraints)) == (0, 2, 2)
+    assert p.next_tokens(constraints) == {9}
+    broken = p.after(5, constraints)  # 7 8 then 5: the first is undone, the second met
+    assert broken.met == (False, True) and broken.placed(constraints) == 1 and broken.closing
+    again = p.after(7, constraints)  # 7 8 7: the run starts over
+    assert (again.current, again.placed_of_current) == (0, 1)
+    done = p.after(9, constraints)
+    assert done.met == (True, False) and done.closing and not done.complete
+    assert not done.after(4, constraints).closing
+    assert done.after(5, constraints).complete
+
+
+def test_allocate_deals_the_banks_in_turn_fullest_first():
+    def c(log_prob, bank):
+        return Candidate(0, 4, log_prob, Progress((False,)), bank, False)
+
+    found = [c(-1.0, 0), c(-2.0, 0), c(-3.0, 0), c(-5.0, 2), c(-4.0, 1), c(-6.0, 2)]
+    chosen = allocate(found, 4)
+    assert [(x.bank, x.log_prob) for x in chosen] == [(2, -5.0), (1, -4.0), (0, -1.0),
+                                                      (2, -6.0)]
+    assert allocate(found, 10) == sorted(allocate(found, 10), key=lambda x: 0)  # all six
+    assert len(allocate(found, 10)) == 6
+
+
+@pytest.mark.parametrize(("constraints", "best"), [
+    ([], [B]), ([[A]], [A]), ([[A, B]], [A, B]), ([[B], [A]], [A, B]), ([[A, A]], [A, A])])
+def test_constrained_search_finds_the_best_hypothesis_that_holds_them(constraints, best):
+    """On a known distribution: B alone is best (0.4); holding A, A <eos> (0.24) beats A B
+    (0.18); holding A B, or both A and B, only A B does; A A needs A A <eos> (0.036). The
+    hypotheses that hold the constraints come first; the beam is filled with those stopped by
+    the limit without them only when there are not enough."""
+    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A, A]]), 4, constraints,
+                                    beam_size=3, alpha=0.0)
+    assert found[0].tokens == best and len(found) == 3
+    held = [all(holds(h.tokens, run) for run in constraints) for h in found]
+    assert held == sorted(held, reverse=True)
+
+
+def test_a_constraint_that_does_not_fit_the_limit_still_gives_hypotheses():
+    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A]]), 2, [[A, A, A]],
+                                    beam_size=2, alpha=0.0)
+    assert found and all(len(h.tokens) <= 2 for h in found)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_every_hypothesis_holds_its_constraints_scored_as_teacher_forcing(arch):
+    """On an untrained model: each of the n-best holds each constraint as one run, and its
+    log-probability is the teacher-forced one; a word a constraint ends is not continued;
+    sentences without constraints decode as plain beam search, in their places."""
+    model = tiny_model(arch)
+    config = DecodeConfig(beam=4, alpha=1.0, max_len_a=0.0, max_len_b=25)
+    src_ids = [random_tokens(1, n, seed=n)[0].tolist() for n in (6, 4, 9, 5)]
+    constraints = [[[11, 12, 13]], [], [[30], [20, 21]], [[9, 9]]]
+    continues_word = torch.zeros(50, dtype=torch.bool)
+    continues_word[40:] = True
+    found = translate_constrained(model, src_ids, constraints, config, CPU, nbest=4,
+                                  continues_word=continues_word)
+    assert found[1] == translate_nbest(model, src_ids[1:2], config, CPU, 4)[0]
+    for src, own, hyps in zip(src_ids, constraints, found):
+        assert len(hyps) == 4
+        assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+        for h in hyps:
+            assert all(holds(h.tokens, run) for run in own), (h.tokens, own)
+            assert len(h.tokens) <= 25 and EOS_ID not in h.tokens
+            scored = teacher_forced_log_probs(model, src, h.tokens)  # then <eos>'s
+            if len(h.tokens) == 25:  # stopped by the limit: no <eos>
+                scored.pop()
+            assert math.isclose(h.log_prob, sum(scored), rel_tol=1e-4, abs_tol=1e-4)
+            for run in own:
+                ends = [i + len(run) for i in range(len(h.tokens))
+                        if h.tokens[i : i + len(run)] == run]
+                assert all(end == len(h.tokens) or h.tokens[end] < 40 for end in ends)
+
+
+def test_constraints_follow_a_target_prefix():
+    model, config = tiny_model("transformer"), DecodeConfig(beam=3, max_len_a=0.0, max_len_b=20)
+    src = random_tokens(1, 6, seed=3)[0].tolist()
+    found = translate_constrained(model, [src], [[[17, 18]]], config, CPU, 3,
+                                  prefixes=[[7, 9]])
+    assert all(h.tokens[:2] == [7, 9] and holds(h.tokens, [17, 18]) for h in found[0])
+
+
+def test_constraints_need_beam_search():
+    model = tiny_model("transformer")
+    for config, message in ((DecodeConfig(beam=1), "--beam 2 or more"),
+                            (DecodeConfig(sampling=True), "drop --sampling")):
+        with pytest.raises(UserError, match=message):
+            translate_constrained(model, [[5, 6]], [[[7]]], config, CPU)
+    with pytest.raises(UserError, match="ctranslate2 engine cannot place terms"):
+        check_engine("ctranslate2", DecodeConfig(glossary="terms.tsv"))
+
+
+# Glossary files.
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_glossary_finds_whole_words_longest_first_in_order(tmp_path):
+    glossary = read_glossary(write(tmp_path / "g.tsv", "bike\tFahrrad\n\nblue bike\tblaues Rad\n"
+                                   "C++\tC++\nman\tMann\n"))
+    assert glossary.terms == {"bike": "Fahrrad", "blue bike": "blaues Rad", "C++": "C++",
+                              "man": "Mann"}
+    assert glossary.targets("A man on a blue bike and a bike.") == ["Mann", "blaues Rad",
+                                                                    "Fahrrad"]
+    assert glossary.targets("Bikes, a biker, a Man, a woman, manly") == []  # whole words, case
+    assert glossary.targets("man-made C++ code (bike)") == ["Mann", "C++", "Fahrrad"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("bike\tFahrrad\nman Mann\n", "g.tsv:2: expected a source term, a tab and a target term"),
+    ("bike\t\n", "g.tsv:1: expected"), ("a\tb\tc\n", "g.tsv:1: expected"),
+    ("bike\tFahrrad\nbike\tRad\n", "g.tsv:2: 'bike' is already given as 'Fahrrad'"),
+    ("\n \n", "the glossary has no terms")])
+def test_a_bad_glossary_is_a_one_line_error_naming_its_line(tmp_path, text, message):
+    with pytest.raises(UserError, match=message):
+        read_glossary(write(tmp_path / "g.tsv", text))
+
+
+# The engine and the command line, on a run trained for three steps.
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    return train_tiny_run(tmp_path_factory.mktemp("glossary"))
+
+
+LINES = ["A man rides a horse.", "", "Two dogs play in the snow.", "A man and a dog."]
+
+
+def test_translate_glossary(tiny_run, tmp_path):
+    """Each line's translations hold the target term of each source term in it; a line with
+    none translates as without the glossary."""
+    glossary = write(tmp_path / "g.tsv", "man\tMann\ndog\tHund\n")
+    source = tmp_path / "in.en"
+    source.write_text("".join(f"{line}\n" for line in LINES), encoding="utf-8")
+    common = ["--run", str(tiny_run), "--beam", "3", "--max-len-b", "6"]
+    result = invoke("translate", *common, "-i", str(source), "--glossary", glossary,
+                    "--nbest", "2", "--format", "jsonl")
+    assert result.exit_code == 0, result.output
+    plain = invoke("translate", *common, "-i", str(source), "--nbest", "2", "--format", "jsonl")
+    lines, before = result.stdout.splitlines(), plain.stdout.splitlines()
+    assert lines[1] == before[1] and lines[2] == before[2]
+    for line, terms in ((lines[0], ["Mann"]), (lines[3], ["Mann", "Hund"])):
+        assert line.count('"text"') == 2 and line.count("Mann") >= 2, line
+        assert all(line.count(term) >= 2 for term in terms), line
+    translator = Translator.from_run(tiny_run, "cpu")
+    config = DecodeConfig(beam=3, max_len_b=6, glossary=glossary)
+    assert all("Mann" in h.text.split() or "Mann." in h.text
+               for h in translator.translate_nbest(LINES[:1], config, 3)[0])
+
+
+def test_translate_glossary_errors(tiny_run, tmp_path):
+    run = ["translate", "--run", str(tiny_run), "A man."]
+    one_line_error(invoke(*run, "--glossary", str(tmp_path / "none.tsv")), "none.tsv",
+                   "not found")
+    bad = write(tmp_path / "bad.tsv", "man\tMann\nwoman\n")
+    one_line_error(invoke(*run, "--glossary", bad), "bad.tsv:2:")
+    good = write(tmp_path / "good.tsv", "man\tMann\n")
+    one_line_error(invoke(*run, "--glossary", good, "--beam", "1"), "--beam 2 or more")
+    one_line_error(invoke(*run, "--glossary", good, "--sampling"), "drop --sampling")
+    greek = write(tmp_path / "greek.tsv", "man\tΩμέγα\n")
+    one_line_error(invoke(*run, "--glossary", greek), "'Ωμέγα'", "vocabulary lacks")
