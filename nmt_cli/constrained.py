@@ -15,12 +15,14 @@ the length limit gives way to those that can (`in_time`); one stopped by the lim
 constraint unmet ranks after every one that met them all. Constraint tokens are scored by the
 model like any other.
 
-Written against the Seq2Seq interface (start, decode_step, state.select), one sentence at a
-time: the sentences of a batch that have constraints leave the batched search for this one.
+Written against the Seq2Seq interface (start, decode_step, state.select). The sentences with
+constraints are decoded in batches of their own, each keeping k rows; the others go through
+plain beam search.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -115,42 +117,78 @@ def allocate(candidates: list[Candidate], k: int) -> list[Candidate]:
     return [c for _, _, c in sorted(ranked, key=lambda r: r[:2])[:k]]
 
 
+class Sentence:
+    """One sentence's search: its constraints and length limit, its k live hypotheses (those
+    of probability 0 hold places in the batch: dead) and those finished."""
+
+    def __init__(self, constraints: list[list[int]], limit: int, beam_size: int):
+        self.constraints, self.limit, self.k = constraints, limit, beam_size
+        start = Progress((False,) * len(constraints))
+        self.live = [Partial([], 0.0 if b == 0 else float("-inf"), start)
+                     for b in range(beam_size)]  # all open alike: only the first expands
+        self.done: list[tuple[bool, Hypothesis]] = []
+
+    def advance(self, found: list[Candidate], step: int, alpha: float) -> list[int] | None:
+        """Finish the ending candidates among the k dealt from `found`, and go on with the k
+        dealt from those that do not end; their parents' rows (0..k-1), or None when the
+        sentence is done (k finished, its limit reached, nothing left to extend)."""
+        found = in_time(found, self.constraints, self.limit - step - 1)
+        for c in allocate(found, self.k):
+            if c.ends:
+                tokens = self.live[c.parent].tokens + ([] if c.token == EOS_ID else [c.token])
+                self.done.append((c.progress.complete,
+                                  finished(tokens, c.log_prob, c.token == EOS_ID, alpha)))
+        going = allocate([c for c in found if not c.ends], self.k)
+        if len(self.done) >= self.k or not going:
+            return None
+        going += [dataclasses.replace(going[0], log_prob=float("-inf"))] * (self.k - len(going))
+        self.live = [Partial(self.live[c.parent].tokens + [c.token], c.log_prob, c.progress)
+                     for c in going]
+        return [c.parent for c in going]
+
+    def ranked(self) -> list[Hypothesis]:
+        """Its finished hypotheses, those that hold every constraint first, best first."""
+        self.done.sort(key=lambda d: (d[0], d[1].score), reverse=True)
+        return [h for _, h in self.done[: self.k]]
+
+
 @torch.inference_mode()
-def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limit: int,
-                            constraints: list[list[int]], beam_size: int, alpha: float,
+def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limits: list[int],
+                            constraints: list[list[list[int]]], beam_size: int, alpha: float,
                             min_len: int = 0, no_repeat_ngram: int = 0,
                             forced: torch.Tensor | None = None,
-                            continues_word: torch.Tensor | None = None) -> list[Hypothesis]:
-    """The `beam_size` best hypotheses of one sentence (src: (1, src_len)) that contain each
-    of `constraints` (runs of target ids), best first; `forced`: its target prefix
-    (1, prefix_len) or None; `continues_word`: (vocab,) True for the pieces that go on with
-    the word before them (none ruled out: None). Each step reads its candidates to the host
-    once."""
-    state = model.start(src)
-    live = [Partial([], 0.0, Progress((False,) * len(constraints)))]
-    done: list[tuple[bool, Hypothesis]] = []
-    for step in range(limit):
-        last = torch.tensor([p.tokens[-1] if p.tokens else SOS_ID for p in live],
-                            device=src.device)
+                            continues_word: torch.Tensor | None = None
+                            ) -> list[list[Hypothesis]]:
+    """The `beam_size` best hypotheses of each sentence of a padded batch (src: (n, src_len))
+    that contain each of its `constraints` (runs of target ids), best first; `limits`: each
+    sentence's output limit; `forced`: the target prefixes (prefix_tensor) or None;
+    `continues_word`: (vocab,) True for the pieces that go on with the word before them
+    (None: none ruled out). Every sentence keeps k rows in the batch. Each step reads its
+    candidates to the host once."""
+    n, k, device = src.size(0), beam_size, src.device
+    state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k), k)
+    sentences = [Sentence(own, limit, k) for own, limit in zip(constraints, limits)]
+    alive = list(range(n))
+    forced = forced.repeat_interleave(k, 0) if forced is not None else None  # (n*k, prefix)
+    for step in range(max(limits, default=0)):
+        live = [p for s in alive for p in sentences[s].live]
+        last = torch.tensor([p.tokens[-1] if p.tokens else SOS_ID for p in live], device=device)
         logits, state = model.decode_step(last, state)
         scores = step_scores(logits, live, step, min_len, no_repeat_ngram, forced,
                              continues_word)
-        found = candidates(scores, live, constraints, beam_size, step + 1 >= limit)
-        found = in_time(found, constraints, limit - step - 1)
-        for c in allocate(found, beam_size):
-            if c.ends:
-                tokens = live[c.parent].tokens + ([] if c.token == EOS_ID else [c.token])
-                done.append((c.progress.complete,
-                             finished(tokens, c.log_prob, c.token == EOS_ID, alpha)))
-        going = allocate([c for c in found if not c.ends], beam_size)
-        if len(done) >= beam_size or not going:
+        keep, rows = [], []
+        for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step)):
+            parents = sentences[alive[i]].advance(found, step, alpha)
+            if parents is not None:
+                keep.append(i)
+                rows += [i * k + parent for parent in parents]
+        if not keep:
             break
-        state = state.select(torch.tensor([c.parent for c in going], device=src.device),
-                             len(going))
-        live = [Partial(live[c.parent].tokens + [c.token], c.log_prob, c.progress)
-                for c in going]
-    done.sort(key=lambda d: (d[0], d[1].score), reverse=True)
-    return [h for _, h in done[:beam_size]]
+        index = torch.tensor(rows, device=device)
+        state = state.select(index, k)
+        forced = forced[index] if forced is not None and step + 1 < forced.size(1) else None
+        alive = [alive[i] for i in keep]
+    return [s.ranked() for s in sentences]
 
 
 def in_time(found: list[Candidate], constraints: list[list[int]],
@@ -180,39 +218,49 @@ def step_scores(logits: torch.Tensor, live: list[Partial], step: int, min_len: i
     if closing and continues_word is not None:
         log_probs[closing] = log_probs[closing].masked_fill(continues_word, float("-inf"))
     if forced is not None:
-        log_probs = follow_prefix(log_probs, forced.expand(len(live), -1), step)
+        log_probs = follow_prefix(log_probs, forced, step)
     totals = torch.tensor([p.log_prob for p in live], device=logits.device)
     return totals.unsqueeze(1) + log_probs
 
 
-def candidates(scores: torch.Tensor, live: list[Partial], constraints: list[list[int]],
-               beam_size: int, at_limit: bool) -> list[Candidate]:
-    """The step's candidates (see the module's docstring), each once, none of probability 0;
-    their scores read to the host in one copy."""
-    wanted = [(row, token) for row, p in enumerate(live)
-              for token in sorted(p.progress.next_tokens(constraints))]
-    top = scores.view(-1).topk(min(2 * beam_size, scores.numel()))
-    best = scores.max(-1)
+def candidates(scores: torch.Tensor, sentences: list[Sentence],
+               step: int) -> list[list[Candidate]]:
+    """Each sentence's candidates of this step (see the module's docstring), each once, none
+    of probability 0; `scores`: (sentences * k, vocab). All read to the host in one copy."""
+    k, vocab = sentences[0].k, scores.size(1)
+    wanted = [(i * k + row, token) for i, s in enumerate(sentences)
+              for row, p in enumerate(s.live) for token in sorted(p.progress.next_tokens(
+                  s.constraints))]
+    top = scores.view(len(sentences), k * vocab).topk(2 * k, dim=1)  # (sentences, 2k)
+    best = scores.max(-1)  # (sentences * k,)
     rows = torch.tensor([r for r, _ in wanted], dtype=torch.long, device=scores.device)
     tokens = torch.tensor([t for _, t in wanted], dtype=torch.long, device=scores.device)
-    read = torch.cat([top.values.double(), top.indices.double(), best.values.double(),
-                      best.indices.double(), scores[rows, tokens].double()]).tolist()
-    n, vocab = len(top.values), scores.size(1)
-    pairs = [divmod(int(i), vocab) for i in read[n : 2 * n]]
-    pairs += [(row, int(token)) for row, token in enumerate(read[2 * n + len(live) :
-                                                                 2 * n + 2 * len(live)])]
-    values = read[:n] + read[2 * n : 2 * n + len(live)]
-    pairs += wanted
-    values += read[2 * n + 2 * len(live) :]
-    out: dict[tuple[int, int], Candidate] = {}
-    for (row, token), value in zip(pairs, values):
-        if value == float("-inf") or (row, token) in out:
-            continue
-        progress = live[row].progress
-        progress = progress if token == EOS_ID else progress.after(token, constraints)
-        out[row, token] = Candidate(row, token, value, progress, progress.placed(constraints),
-                                    token == EOS_ID or at_limit)
-    return list(out.values())
+    read = torch.cat([top.values.flatten().double(), top.indices.flatten().double(),
+                      best.values.double(), best.indices.double(),
+                      scores[rows, tokens].double()]).tolist()
+    m, r = top.values.numel(), len(best.values)
+    found: list[dict[tuple[int, int], Candidate]] = [{} for _ in sentences]
+
+    def add(row: int, token: int, value: float) -> None:  # row: of the whole batch
+        i, parent = divmod(row, k)
+        s = sentences[i]
+        if value == float("-inf") or (parent, token) in found[i]:
+            return
+        progress = s.live[parent].progress
+        progress = progress if token == EOS_ID else progress.after(token, s.constraints)
+        found[i][parent, token] = Candidate(parent, token, value, progress,
+                                            progress.placed(s.constraints),
+                                            token == EOS_ID or step + 1 >= s.limit)
+
+    for j, (value, index) in enumerate(zip(read[:m], read[m : 2 * m])):
+        beam, token = divmod(int(index), vocab)
+        add(j // (2 * k) * k + beam, token, value)
+    for row, (value, token) in enumerate(zip(read[2 * m : 2 * m + r],
+                                             read[2 * m + r : 2 * m + 2 * r])):
+        add(row, int(token), value)
+    for (row, token), value in zip(wanted, read[2 * m + 2 * r :]):
+        add(row, token, value)
+    return [list(f.values()) for f in found]
 
 
 def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
@@ -230,17 +278,20 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
     outputs = dict(zip(plain, translate_nbest(
         model, [src_ids[i] for i in plain], config, device, nbest,
         prefixes=[prefixes[i] for i in plain] if prefixes else None)))
-    for i, (src, own) in enumerate(zip(src_ids, constraints)):
-        if i in outputs:
-            continue
-        src = src[: model.max_positions - 1]
-        prefix = prefixes[i][: model.max_positions] if prefixes else []
-        limit = output_limit(len(src), config, model.max_positions,
-                             len(prefix) + sum(map(len, own)))
-        outputs[i] = constrained_beam_search(
-            model, source_tensor([src]).to(device), limit, own, config.beam, config.alpha,
-            config.min_len, config.no_repeat_ngram, prefix_tensor([prefix], device),
-            continues_word)[:nbest]
+    hard = sorted((i for i in range(len(src_ids)) if i not in outputs),
+                  key=lambda i: len(src_ids[i]))  # batches of similar length
+    for start in range(0, len(hard), config.batch_size):
+        chunk = hard[start : start + config.batch_size]
+        srcs = [src_ids[i][: model.max_positions - 1] for i in chunk]
+        own = [prefixes[i][: model.max_positions] if prefixes else [] for i in chunk]
+        limits = [output_limit(len(src), config, model.max_positions,
+                               len(prefix) + sum(map(len, constraints[i])))
+                  for src, prefix, i in zip(srcs, own, chunk)]
+        found = constrained_beam_search(
+            model, source_tensor(srcs).to(device), limits, [constraints[i] for i in chunk],
+            config.beam, config.alpha, config.min_len, config.no_repeat_ngram,
+            prefix_tensor(own, device), continues_word)
+        outputs.update((i, hyps[:nbest]) for i, hyps in zip(chunk, found))
     return [outputs[i] for i in range(len(src_ids))]
 
 

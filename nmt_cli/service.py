@@ -18,7 +18,9 @@ from typing import Any
 
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
+from .constrained import check_constrained
 from .errors import UserError
+from .glossary import read_glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
 from .translate import Translation
@@ -64,6 +66,9 @@ def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
     if decode.beam > settings.max_beam:
         raise UserError(f"--beam {decode.beam} exceeds --max-beam {settings.max_beam}")
     check_engine(settings.engine, decode)
+    if decode.glossary:  # a bad file stops the server before it listens
+        check_constrained(decode)
+        read_glossary(decode.glossary)
 
 
 class ApiError(Exception):
@@ -108,6 +113,9 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     lines = text_lines(request.get("text"), settings)
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
+    if decode.glossary and beam < 2:
+        raise ApiError(422, '"beam": the server places its glossary\'s terms by beam search; '
+                            "ask for 2 or more")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
     flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
     for flag, value in flags.items():

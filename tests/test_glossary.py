@@ -74,16 +74,16 @@ def test_constrained_search_finds_the_best_hypothesis_that_holds_them(constraint
     (0.18); holding A B, or both A and B, only A B does; A A needs A A <eos> (0.036). The
     hypotheses that hold the constraints come first; the beam is filled with those stopped by
     the limit without them only when there are not enough."""
-    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A, A]]), 4, constraints,
-                                    beam_size=3, alpha=0.0)
+    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A, A]]), [4],
+                                    [constraints], beam_size=3, alpha=0.0)[0]
     assert found[0].tokens == best and len(found) == 3
     held = [all(holds(h.tokens, run) for run in constraints) for h in found]
     assert held == sorted(held, reverse=True)
 
 
 def test_a_constraint_that_does_not_fit_the_limit_still_gives_hypotheses():
-    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A]]), 2, [[A, A, A]],
-                                    beam_size=2, alpha=0.0)
+    found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A]]), [2], [[[A, A, A]]],
+                                    beam_size=2, alpha=0.0)[0]
     assert found and all(len(h.tokens) <= 2 for h in found)
 
 
@@ -115,6 +115,22 @@ def test_every_hypothesis_holds_its_constraints_scored_as_teacher_forcing(arch):
                 ends = [i + len(run) for i in range(len(h.tokens))
                         if h.tokens[i : i + len(run)] == run]
                 assert all(end == len(h.tokens) or h.tokens[end] < 40 for end in ends)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_a_sentence_finds_the_same_hypotheses_alone_and_in_a_batch(arch):
+    """Batches of constrained sentences (each with k rows, their own limits) find what each
+    sentence finds alone."""
+    model = tiny_model(arch)
+    src_ids = [random_tokens(1, n, seed=n)[0].tolist() for n in (6, 4, 9, 5, 7)]
+    constraints = [[[11, 12, 13]], [[5]], [[30], [20, 21]], [[9, 9]], [[14], [15], [16]]]
+    together, alone = (translate_constrained(
+        model, src_ids, constraints, DecodeConfig(beam=3, max_len_a=1.0, max_len_b=8,
+                                                  batch_size=size), CPU, nbest=3)
+        for size in (5, 1))
+    for mine, theirs in zip(together, alone):
+        assert [h.tokens for h in mine] == [h.tokens for h in theirs]
+        assert all(math.isclose(a.score, b.score, abs_tol=1e-4) for a, b in zip(mine, theirs))
 
 
 def test_constraints_follow_a_target_prefix():

@@ -313,6 +313,33 @@ def test_an_ensemble_serves_the_mean_of_its_models(run_dir, translator, tmp_path
     assert info["ensemble"] == ["twin"] and info["parameters"] == 2 * parameters
 
 
+def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, translator,
+                                                                   tmp_path):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("man\tMann\ndog\tHund\n", encoding="utf-8")
+    lines = ["A man and a dog.", "Two women.", "A man sleeps."]
+    config = DecodeConfig(beam=3, glossary=str(glossary), **SHORT)
+    wanted = translator.translate_nbest(lines, config, 2)
+    assert all("Mann" in h.text for h in wanted[0] + wanted[2])
+    server = Server(run_dir, *SHORT_OPTIONS, "--glossary", str(glossary))
+    try:
+        status, _, answer = call(server.url + "/translate", {"text": lines, "beam": 3,
+                                                             "nbest": 2})
+        greedy = call(server.url + "/translate", {"text": lines, "beam": 1})
+    finally:
+        assert server.stop() == 0
+    assert status == 200, answer
+    assert [[h["text"] for h in line["nbest"]] for line in answer["translations"]] == [
+        [h.text for h in hypotheses] for hypotheses in wanted]
+    assert greedy[0] == 422 and "glossary" in greedy[2]["error"]
+    glossary.write_text("man\tMann\ndog\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["serve", str(run_dir), "--glossary", str(glossary),
+                                      "--port", "0"])
+    assert result.exit_code == 1
+    assert result.output.strip() == (f"error: {glossary}:2: expected a source term, a tab and "
+                                     "a target term")
+
+
 def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator):
     """Twenty requests of 40 lines (800 sentences of 40 decoder steps each) are accepted,
     then SIGTERM arrives: each gets its full answer, and the process exits with 0."""
