@@ -37,7 +37,7 @@ from .errors import UserError
 from .models import Seq2Seq, Transformer, attention_by_layer
 from .pictures import draw_attention
 from .search import translate_ids
-from .translate import Translator, encode_prefixes
+from .translate import Translator
 from .validation import GREEDY
 
 ATTENTION_KINDS = ("cross", "encoder", "decoder")
@@ -90,10 +90,7 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
     src_ids = translator.encode([sentence], config)[0]
     if not src_ids:
         raise UserError("the sentence is empty: give some text to translate")
-    translator.move_to(config.device)
-    with mixed_precision(translator.device, config.precision):
-        out_ids = translate_ids(run.model, [src_ids], config, translator.device, encode_prefixes(
-            run.tokenizer, [prefix], [sentence], run.model.max_positions, translator.warn))[0]
+    out_ids = translator.search([sentence], config, prefixes=[prefix])[1][0][0].tokens
     out_ids = out_ids[: run.model.max_positions - 1]  # <sos> and each token read, positioned
     return collect_maps(run, src_ids, out_ids, kind, layer, head, translator.device, sentence)
 

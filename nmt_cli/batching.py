@@ -7,8 +7,9 @@ with the same decoding settings (until they hold `max_lines` lines), and decodes
 call on a thread of its own, while the event loop goes on reading requests. Requests that
 differ only in how many hypotheses they want share a batch: the search is the same, and each
 gets the head of its lines' n-best lists; requests with target prefixes share one with
-those without (a line without one has the prefix ""), and requests for word alignments with
-those without (whose alignments go unread).
+those without (a line without one has the prefix ""), requests with glossary terms with those
+without (a line without any has none), and requests for word alignments with those without
+(whose alignments go unread).
 
 That thread is the only one in the server that runs PyTorch: the model is loaded on it too
 (`decoding_thread`). PyTorch's CPU kernels share work with threads of an OpenMP pool that
@@ -43,6 +44,7 @@ class Job:
     done: asyncio.Future
     prefixes: list[str] | None = None  # a target prefix per line, or none
     alignment: bool = False  # word alignments wanted
+    terms: list[list[str]] | None = None  # the glossary's target terms of each line, or none
 
 
 class Batcher:
@@ -58,12 +60,13 @@ class Batcher:
         self.thread = thread or decoding_thread()
 
     async def translate(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
-                        prefixes: list[str] | None = None,
-                        alignment: bool = False) -> list[list[Translation]]:
+                        prefixes: list[str] | None = None, alignment: bool = False,
+                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The n-best lists of `lines` (each opening with its prefix, if any; with
-        `alignment`, with word alignments), once a batch holding them is decoded."""
+        `alignment`, with word alignments; each holding its `terms`, if any), once a batch
+        holding them is decoded."""
         job = Job(lines, config, nbest, asyncio.get_running_loop().create_future(), prefixes,
-                  alignment)
+                  alignment, terms)
         self.waiting.append(job)
         self.received += 1
         self.arrived.set()
@@ -126,13 +129,15 @@ class Batcher:
     async def decode_jobs(self, jobs: list[Job]) -> None:
         """Decode the jobs' lines in one call and hand each job its share. If that fails,
         each job is decoded alone, so that one bad request fails only itself."""
-        prefixes = None
+        prefixes, terms = None, None
         if any(job.prefixes for job in jobs):
             prefixes = [prefix for job in jobs for prefix in job.prefixes or [""] * len(job.lines)]
+        if any(job.terms for job in jobs):
+            terms = [own for job in jobs for own in job.terms or [[]] * len(job.lines)]
         try:
             found = await self.decode_lines([line for job in jobs for line in job.lines],
                                             jobs[0].config, max(job.nbest for job in jobs),
-                                            prefixes, any(job.alignment for job in jobs))
+                                            prefixes, any(job.alignment for job in jobs), terms)
         except Exception as e:
             if len(jobs) == 1:
                 print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
@@ -148,12 +153,13 @@ class Batcher:
             start += len(job.lines)
 
     async def decode_lines(self, lines: list[str], config: DecodeConfig, nbest: int,
-                           prefixes: list[str] | None,
-                           alignment: bool = False) -> list[list[Translation]]:
+                           prefixes: list[str] | None, alignment: bool = False,
+                           terms: list[list[str]] | None = None) -> list[list[Translation]]:
         self.batches += 1
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.thread, functools.partial(
-            self.decode, lines, config, nbest, prefixes=prefixes, alignment=alignment))
+            self.decode, lines, config, nbest, prefixes=prefixes, alignment=alignment,
+            terms=terms))
 
     def close(self) -> None:
         """Let the decoding thread finish its batch, then stop it."""

@@ -102,7 +102,7 @@ class Candidate:
     token: int
     log_prob: float
     progress: Progress
-    bank: int
+    bank: int  # the constraint tokens placed with it
     ends: bool  # <eos>, or the length limit
 
 
@@ -269,9 +269,10 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
                           prefixes: list[list[int]] | None = None,
                           continues_word: torch.Tensor | None = None) -> list[list[Hypothesis]]:
     """search.translate_nbest, where each sentence's translations contain its `constraints`
-    (runs of target ids; none: an empty list): the sentences with some are decoded one at a
-    time by constrained_beam_search (`continues_word`: see there), the others together as
-    usual. The output limit of a sentence is raised to hold its prefix and constraints."""
+    (runs of target ids; none: an empty list): the sentences with some are decoded by
+    constrained_beam_search (`continues_word`: see there) in batches of similar length, the
+    others by search.py as usual. The output limit of a sentence is raised to hold its
+    prefix and constraints."""
     check_constrained(config)
     check_nbest(nbest, config)
     plain = [i for i, c in enumerate(constraints) if not c or not src_ids[i]]

@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException
 from .batching import Batcher, decoding_thread
 from .config import DecodeConfig
 from .errors import UserError
+from .glossary import Glossary, read_glossary
 from .service import (
     ApiError,
     ServeConfig,
@@ -48,6 +49,7 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     """Load the run (with the runs of `ensemble` beside it), listen on settings.host and
     settings.port, and answer until stopped."""
     check_settings(settings, decode)
+    glossary = read_glossary(decode.glossary) if decode.glossary else None  # read once
     listener = listening_socket(settings.host, settings.port)  # a taken port fails at once
     # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler that
     # was there before it: with the default one the process would die of it. Before uvicorn
@@ -61,7 +63,7 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     engine.language_tag(decode)  # a wrong --tgt-lang (without one, each line names its own)
     info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [],
                     engine.target_languages)
-    app = create_app(engine, info, settings, decode, thread)
+    app = create_app(engine, info, settings, decode, thread, glossary)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))
     say(f"serving {run_dir} on {url(listener)} (POST /translate, GET /health, GET /info)")
@@ -73,9 +75,11 @@ def exit_cleanly(signum: int, frame: Any) -> None:
 
 
 def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
-               decode: DecodeConfig, thread: ThreadPoolExecutor | None = None) -> FastAPI:
+               decode: DecodeConfig, thread: ThreadPoolExecutor | None = None,
+               glossary: Glossary | None = None) -> FastAPI:
     """The application: its routes, its error answers, and the batching worker it starts,
-    which decodes on `thread` (default: a new decoding_thread())."""
+    which decodes on `thread` (default: a new decoding_thread()); `glossary` is the server's
+    (--glossary), which a request's "glossary" adds to."""
     batcher = Batcher(engine.translate_nbest, decode.batch_size, settings.max_wait_ms / 1000,
                       thread)
 
@@ -96,7 +100,7 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
-                            engine.target_languages)
+                            engine.target_languages, glossary)
         aligned = [field for field, asked in (("alignment", query.alignment),
                                               ("markup", query.marked is not None),
                                               ("copy_unknown", query.copy_unknown)) if asked]
@@ -106,8 +110,11 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
             except UserError as e:
                 raise ApiError(422, str(e)) from None
         texts = query.texts()
-        found = await batcher.translate(texts, query.config, query.nbest, query.prefixes,
-                                        bool(aligned))
+        try:
+            found = await batcher.translate(texts, query.config, query.nbest, query.prefixes,
+                                            bool(aligned), query.terms)
+        except UserError as e:  # a glossary term the model cannot write
+            raise ApiError(422, str(e)) from None
         found = engine.finish(texts, found, query.alignment, query.marked, query.copy_unknown,
                               query.prefixes)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))

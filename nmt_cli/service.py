@@ -20,13 +20,14 @@ from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .constrained import check_constrained
 from .errors import UserError
-from .glossary import read_glossary
+from .glossary import Glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
 from .translate import Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
-                  "copy_unknown")
+                  "copy_unknown", "glossary")
+MAX_TERMS = 1000  # entries of a request's "glossary"
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,8 @@ def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
     if decode.beam > settings.max_beam:
         raise UserError(f"--beam {decode.beam} exceeds --max-beam {settings.max_beam}")
     check_engine(settings.engine, decode)
-    if decode.glossary:  # a bad file stops the server before it listens
+    if decode.glossary:
         check_constrained(decode)
-        read_glossary(decode.glossary)
 
 
 class ApiError(Exception):
@@ -90,6 +90,7 @@ class Query:
     alignment: bool = False  # each translation's word alignment to its line (alignment.py)
     marked: list[Marked] | None = None  # with "markup": true, the lines taken apart (markup.py)
     copy_unknown: bool = False  # words the vocabulary cannot spell copied (alignment.py)
+    terms: list[list[str]] | None = None  # each line's glossary target terms (glossary.py)
 
     def texts(self) -> list[str]:
         """What is translated: the lines, or the text of the marked ones."""
@@ -97,14 +98,16 @@ class Query:
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
-                languages: list[str] | None = None) -> Query:
+                languages: list[str] | None = None, glossary: Glossary | None = None) -> Query:
     """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong
     (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
     longer ones, than the limits allow. "prefix" is text every translation opens with: a
     string for every line, or a list of one per line ("" for none); "alignment": true asks
     for each translation's word alignment; "markup": true reads inline tags in the lines
     and puts them back into the translations; "copy_unknown": true copies the words the
-    vocabulary cannot spell into them."""
+    vocabulary cannot spell into them; "glossary" maps source terms to the target terms
+    their translations must use, over the server's `glossary` (decode.glossary, read once).
+    The terms found in each line go with the query; its settings then name no glossary."""
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -113,9 +116,10 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     lines = text_lines(request.get("text"), settings)
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
-    if decode.glossary and beam < 2:
-        raise ApiError(422, '"beam": the server places its glossary\'s terms by beam search; '
-                            "ask for 2 or more")
+    glossary = request_glossary(request.get("glossary"), glossary, settings)
+    if glossary is not None and beam < 2:
+        raise ApiError(422, '"beam": glossary terms are placed by beam search; ask for 2 or '
+                            "more")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
     flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
     for flag, value in flags.items():
@@ -133,8 +137,29 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         marked = [line for _, line in parsed(lines, "line ")] if flags["markup"] else None
     except UserError as e:
         raise ApiError(422, str(e)) from None
-    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang), nbest,
-                 prefixes, flags["alignment"], marked, flags["copy_unknown"])
+    texts = lines if marked is None else [line.text for line in marked]
+    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang, glossary=""),
+                 nbest, prefixes, flags["alignment"], marked, flags["copy_unknown"],
+                 None if glossary is None else [glossary.targets(text) for text in texts])
+
+
+def request_glossary(value: Any, server: Glossary | None,
+                     settings: ServeConfig) -> Glossary | None:
+    """The glossary of a request: the server's, with the request's "glossary" entries
+    added (one for a source term the server's has replaces it); None when neither has one."""
+    if value is None:
+        return server
+    if settings.engine == "ctranslate2":
+        raise ApiError(422, '"glossary": the ctranslate2 engine cannot place terms')
+    if not isinstance(value, dict) or not all(
+            isinstance(term, str) and term.strip() for pair in value.items() for term in pair):
+        raise ApiError(422, '"glossary" must map source terms to target terms, e.g. '
+                            '{"bike": "Fahrrad"}')
+    if len(value) > MAX_TERMS:
+        raise ApiError(413, f'"glossary" has {len(value):,} terms; at most {MAX_TERMS:,}')
+    check_lengths([term for pair in value.items() for term in pair], settings, "glossary term")
+    own = {source.strip(): target.strip() for source, target in value.items()}
+    return Glossary({**(server.terms if server is not None else {}), **own})
 
 
 def json_object(body: bytes) -> dict[str, Any]:

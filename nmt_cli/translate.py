@@ -93,10 +93,12 @@ class Engine:
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
                         prefixes: list[str] | None = None,
-                        alignment: bool = False) -> list[list[Translation]]:
+                        alignment: bool = False,
+                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The `nbest` best translations of each input line, best first; with `prefixes`
         (one per line, "" for none), each translation opens with its line's prefix; with
-        `alignment`, each carries its word alignment to the line."""
+        `alignment`, each carries its word alignment to the line; with `terms` (a list per
+        line), each holds its line's target terms, beside those of config.glossary."""
         raise NotImplementedError
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None,
@@ -216,29 +218,22 @@ class Translator(Engine):
     def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
                         nbest: int = 1, attention: bool = False,
                         prefixes: list[str] | None = None,
-                        alignment: bool = False) -> list[list[Translation]]:
+                        alignment: bool = False,
+                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The `nbest` best translations of each input line (at most config.beam), best
         first; the first is what `translate` gives. A blank line gives one empty
         translation. With `attention`, each carries its cross-attention weights; with
         `alignment`, its word alignment to the line; with `prefixes` (one per line, "" for
-        none), each opens with its line's prefix."""
+        none), each opens with its line's prefix; with `terms` (a list per line), each holds
+        its line's target terms, beside those of config.glossary (constrained.py)."""
         config = config or DecodeConfig()
         check_nbest(nbest, config)
         if attention:
             self.check_attention("--attention")
         if alignment:
             self.check_alignment("--alignment")
-        self.move_to(config.device)
-        src_ids = self.encode(lines, config)
-        prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
-                                     self.run.model.max_positions, self.warn)
-        model, constraints = self.run.model, self.constraints(lines, config)
+        src_ids, found = self.search(lines, config, nbest, prefixes, terms)
         with mixed_precision(self.device, config.precision):
-            found = (translate_constrained(model, src_ids, constraints, config, self.device,
-                                           nbest, prefix_ids, self.continues_word())
-                     if constraints else
-                     translate_nbest(model, src_ids, config, self.device, nbest,
-                                     self.generator(config), prefix_ids))
             # one pass for both: the last layer's weights, then the aligning layer's
             read = self.attention(src_ids, found, (-1,) * attention +
                                   (ALIGNMENT_LAYER,) * alignment, config)
@@ -249,6 +244,24 @@ class Translator(Engine):
             for line, src, hyps, read_hyps in zip(lines, src_ids, found, read)]
         return [detokenize(self.run.tokenizer, src, hyps, w, a) for src, hyps, w, a
                 in zip(src_ids, found, weights or [None] * len(found), links)]
+
+    def search(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
+               prefixes: list[str] | None = None, terms: list[list[str]] | None = None
+               ) -> tuple[list[list[int]], list[list[Hypothesis]]]:
+        """Each line's source ids and hypotheses (translate_nbest's, as ids): by
+        constrained search where a line has terms to place, else by search.py's."""
+        self.move_to(config.device)
+        src_ids = self.encode(lines, config)
+        prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
+                                     self.run.model.max_positions, self.warn)
+        model, constraints = self.run.model, self.constraints(lines, config, terms)
+        with mixed_precision(self.device, config.precision):
+            if constraints:
+                return src_ids, translate_constrained(model, src_ids, constraints, config,
+                                                      self.device, nbest, prefix_ids,
+                                                      self.continues_word())
+            return src_ids, translate_nbest(model, src_ids, config, self.device, nbest,
+                                            self.generator(config), prefix_ids)
 
     def check_attention(self, option: str) -> None:
         if isinstance(self.run.model, Ensemble):
@@ -272,22 +285,27 @@ class Translator(Engine):
                                      config.batch_size))
         return [[next(flat) for _ in hyps] for hyps in found]
 
-    def constraints(self, lines: list[str], config: DecodeConfig) -> list[list[list[int]]] | None:
-        """The target ids of each line's glossary terms (config.glossary; glossary.py), each
-        term encoded as text of its own; None without a glossary."""
-        if not config.glossary:
+    def constraints(self, lines: list[str], config: DecodeConfig,
+                    terms: list[list[str]] | None = None) -> list[list[list[int]]] | None:
+        """The target ids of each line's terms: those of config.glossary's source terms in
+        it (glossary.py), then its own `terms`; each term encoded as text of its own. None
+        when there are none to place."""
+        if not config.glossary and not terms:
             return None
         check_constrained(config)
-        if config.glossary not in self.glossaries:
-            self.glossaries[config.glossary] = read_glossary(config.glossary)
-        terms = [self.glossaries[config.glossary].targets(line) for line in lines]
-        distinct = sorted({term for own in terms for term in own})
+        found = [list(own) for own in terms] if terms else [[] for _ in lines]
+        if config.glossary:
+            if config.glossary not in self.glossaries:
+                self.glossaries[config.glossary] = read_glossary(config.glossary)
+            found = [self.glossaries[config.glossary].targets(line) + own
+                     for line, own in zip(lines, found)]
+        distinct = sorted({term for own in found for term in own})
         ids = dict(zip(distinct, self.run.tokenizer.encode_tgt(distinct)))
         for term in distinct:
             if UNK_ID in ids[term]:
-                raise UserError(f"--glossary {config.glossary}: the target term {term!r} has a "
-                                "character the model's vocabulary lacks, which it cannot write")
-        return [[ids[term] for term in own] for own in terms]
+                raise UserError(f"glossary: the target term {term!r} has a character the "
+                                "model's vocabulary lacks, so it cannot be written")
+        return [[ids[term] for term in own] for own in found]
 
     def continues_word(self) -> torch.Tensor:
         """(vocab,) True for each target piece that goes on with the word before it: one

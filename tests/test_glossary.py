@@ -5,6 +5,7 @@ in turn; a glossary file finds its source terms as whole words; and `nmt transla
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -209,6 +210,10 @@ def test_translate_glossary(tiny_run, tmp_path):
     config = DecodeConfig(beam=3, max_len_b=6, glossary=glossary)
     assert all("Mann" in h.text.split() or "Mann." in h.text
                for h in translator.translate_nbest(LINES[:1], config, 3)[0])
+    pictured = invoke("attention", *common, LINES[3], "--glossary", glossary, "--json")
+    assert pictured.exit_code == 0, pictured.output
+    best = json.loads(lines[3])["hypotheses"][0]["text"]
+    assert json.loads(pictured.stdout)["translation"] == best
 
 
 def test_translate_glossary_errors(tiny_run, tmp_path):

@@ -315,23 +315,35 @@ def test_an_ensemble_serves_the_mean_of_its_models(run_dir, translator, tmp_path
 
 def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, translator,
                                                                    tmp_path):
+    """The server's glossary (--glossary) and a request's own "glossary", which adds to it
+    and overrides its entries."""
     glossary = tmp_path / "terms.tsv"
     glossary.write_text("man\tMann\ndog\tHund\n", encoding="utf-8")
     lines = ["A man and a dog.", "Two women.", "A man sleeps."]
     config = DecodeConfig(beam=3, glossary=str(glossary), **SHORT)
     wanted = translator.translate_nbest(lines, config, 2)
     assert all("Mann" in h.text for h in wanted[0] + wanted[2])
+    own = translator.translate_nbest(lines, DecodeConfig(beam=3, **SHORT), 2,
+                                     terms=[["Herr", "Hund"], ["Frauen"], ["Herr"]])
+    assert all("Frauen" in h.text for h in own[1])
     server = Server(run_dir, *SHORT_OPTIONS, "--glossary", str(glossary))
     try:
-        status, _, answer = call(server.url + "/translate", {"text": lines, "beam": 3,
-                                                             "nbest": 2})
-        greedy = call(server.url + "/translate", {"text": lines, "beam": 1})
+        answers = [call(server.url + "/translate", {"text": lines, "beam": 3, "nbest": 2,
+                                                    **extra})
+                   for extra in ({}, {"glossary": {"man": "Herr", "women": "Frauen"}})]
+        refused = [call(server.url + "/translate", {"text": lines, **extra}) for extra in (
+            {"beam": 1}, {"glossary": {"man": 3}}, {"glossary": ["man", "Mann"]},
+            {"glossary": {"man": "Ωμέγα"}})]
     finally:
         assert server.stop() == 0
-    assert status == 200, answer
-    assert [[h["text"] for h in line["nbest"]] for line in answer["translations"]] == [
-        [h.text for h in hypotheses] for hypotheses in wanted]
-    assert greedy[0] == 422 and "glossary" in greedy[2]["error"]
+    for (status, _, answer), hypotheses in zip(answers, (wanted, own)):
+        assert status == 200, answer
+        assert [[h["text"] for h in line["nbest"]] for line in answer["translations"]] == [
+            [h.text for h in hyps] for hyps in hypotheses]
+    assert [status for status, _, _ in refused] == [422] * 4
+    assert "beam search" in refused[0][2]["error"]
+    assert "must map source terms to target terms" in refused[1][2]["error"]
+    assert "'Ωμέγα'" in refused[3][2]["error"]
     glossary.write_text("man\tMann\ndog\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["serve", str(run_dir), "--glossary", str(glossary),
                                       "--port", "0"])
@@ -437,7 +449,7 @@ def test_the_model_is_loaded_on_the_thread_that_decodes(run_dir, monkeypatch):
         threads["loads"] = threading.current_thread()
         return load_engine(*args)
 
-    def create_app(engine, info, settings, decode, thread):
+    def create_app(engine, info, settings, decode, thread, glossary):
         threads["decodes"] = thread.submit(threading.current_thread).result()
         raise KeyboardInterrupt  # stop before uvicorn starts
 
@@ -454,19 +466,22 @@ def test_the_model_is_loaded_on_the_thread_that_decodes(run_dir, monkeypatch):
 
 def recording_decoder(calls: list):
     def decode(lines: list[str], config: DecodeConfig, nbest: int, prefixes=None,
-               alignment=False):
-        calls.append((list(lines), config.beam, nbest) + (("alignment",) if alignment else ()))
+               alignment=False, terms=None):
+        calls.append((list(lines), config.beam, nbest) + (("alignment",) if alignment else ())
+                     + (("terms",) if terms else ()))
         if "boom" in lines:
             raise RuntimeError("this line breaks the decoder")
-        return [[Translation(f"{prefix}{line}|beam {config.beam}|{rank}", [], 0.0, -rank)
-                 for rank in range(nbest)] for line, prefix in zip(lines, prefixes or
-                                                                    [""] * len(lines))]
+        return [[Translation(f"{prefix}{line}|beam {config.beam}|{rank}"
+                             + "".join(f"+{term}" for term in own), [], 0.0, -rank)
+                 for rank in range(nbest)]
+                for line, prefix, own in zip(lines, prefixes or [""] * len(lines),
+                                             terms or [[]] * len(lines))]
     return decode
 
 
 def run_batcher(jobs: list[tuple], max_lines: int,
                 sampling: bool = False) -> tuple[list, list]:
-    """Submit (lines, beam, nbest[, prefixes[, alignment]]) jobs all at once; return the
+    """Submit (lines, beam, nbest[, prefixes[, alignment[, terms]]]) jobs all at once; return the
     decoder's calls and each job's answer (or the exception it raised)."""
     calls: list = []
 
@@ -525,6 +540,15 @@ def test_requests_with_and_without_alignments_share_a_batch_that_computes_them()
     assert calls == [(["a", "b", "c", "d"], 1, 1, "alignment")]
     assert [[h[0].text for h in answer] for answer in answers] == [
         ["a|beam 1|0"], ["b|beam 1|0", "c|beam 1|0"], ["d|beam 1|0"]]
+
+
+def test_requests_with_and_without_terms_share_a_batch_each_line_with_its_own():
+    jobs = [(["a"], 2, 1), (["b", "c"], 2, 1, None, False, [["B"], []]),
+            (["d"], 2, 1, None, False, [["D", "E"]])]
+    calls, answers = run_batcher(jobs, max_lines=6)
+    assert calls == [(["a", "b", "c", "d"], 2, 1, "terms")]
+    assert [[h[0].text for h in answer] for answer in answers] == [
+        ["a|beam 2|0"], ["b|beam 2|0+B", "c|beam 2|0"], ["d|beam 2|0+D+E"]]
 
 
 def test_a_request_that_breaks_the_decoder_fails_alone():
