@@ -5,9 +5,11 @@ then goes back around the words of the translation that the words it enclosed al
 (alignment.py): `Ein <b>rotes</b> Auto.`. The markup is HTML or XML written inline: an element
 opens and closes on the same line and elements nest. A tag that encloses no word (`<br/>`,
 `<img ...>`, a comment, an empty element) goes before the translation of the word that
-followed it. Text is read with its character references decoded (`&amp;` is "&") and written
-with &, < and > escaped; tags are written back as they came, attributes untranslated. Tags
-sit against the words they enclose: the spaces inside an element's edges are not kept.
+followed it; so do a declaration (`<!DOCTYPE html>`), a processing instruction (`<?xml
+...?>`) and a CDATA section, kept whole, untranslated. Text is read with its character
+references decoded (`&amp;` is "&") and written with &, < and > escaped; tags are written
+back as they came, attributes untranslated. Tags sit against the words they enclose: the
+spaces inside an element's edges are not kept.
 
 Where the translation reorders words, elements move with them; an element whose words would
 cross another's is cut short so that elements still nest (it may end up empty). A "<" that
@@ -26,8 +28,11 @@ from .alignment import Link
 from .errors import UserError
 
 NAME = r"[A-Za-z][\w:.-]*"
-# a comment, a closing tag, or an opening or self-closing one (attribute values may hold ">")
-TAG = re.compile(rf"<!--.*?-->|</({NAME})\s*>|<({NAME})(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?>",
+# markup that stands alone (a comment, a CDATA section, a declaration such as <!DOCTYPE html>,
+# a processing instruction such as <?xml ...?>), a closing tag, or an opening or self-closing
+# one (attribute values may hold ">")
+TAG = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<![A-Za-z][^<>]*>|<\?.*?\?>"
+                 rf"|</({NAME})\s*>|<({NAME})(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?>",
                  re.DOTALL)
 # HTML's elements that have no closing tag: <br> encloses nothing, as <br/> does
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",

@@ -71,6 +71,12 @@ def test_a_line_is_taken_apart_into_its_text_and_elements():
     assert marked.text == "<2de> 3 < 4  x"
     assert [(e.open, e.close) for e in marked.elements] == [("<!-- <b> -->", ""),
                                                             ("<unk >", "</unk >")]
+    # markup that stands alone is kept whole, untranslated, where it was
+    marked = parse('<?xml version="1.0"?><!DOCTYPE html><p>Hi <![CDATA[a < <b>]]>there</p>')
+    assert marked.text == "Hi there"
+    assert shape(marked) == [('<?xml version="1.0"?>', "", ("at", 0)),
+                             ("<!DOCTYPE html>", "", ("at", 0)), ("<p>", "</p>", (0, 2)),
+                             ("<![CDATA[a < <b>]]>", "", ("at", 1))]
 
 
 @pytest.mark.parametrize(("line", "error"), [
@@ -89,7 +95,7 @@ def test_any_line_is_markup_or_a_one_line_error():
     that a translation word for word gives back, with its tags, and nothing but those."""
     rng = random.Random(2)
     alphabet = ["<", ">", "/", "b", "i", "br", "!--", "-->", "&", "amp;", "#10;", "lt;", '"',
-                "'", "=", " ", "x", "Ω"]
+                "'", "=", " ", "x", "Ω", "?", "!DOCTYPE", "![CDATA[", "]]>"]
     refused = 0
     for _ in range(3000):
         line = "".join(rng.choices(alphabet, k=rng.randint(0, 20)))
