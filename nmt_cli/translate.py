@@ -115,23 +115,27 @@ class Engine:
     def translate_nbest_stream(self, lines: Iterable[str], config: DecodeConfig | None = None,
                                nbest: int = 1, attention: bool = False, chunk_size: int = 1000,
                                prefixes: Iterable[str] | None = None, alignment: bool = False,
-                               markup: bool = False, copy_unknown: bool = False
+                               markup: bool = False, copy_unknown: bool = False,
+                               terms: Iterable[str] | None = None
                                ) -> Iterator[tuple[str, list[Translation]]]:
         """(input line, its n-best list) for each line of a stream, chunk by chunk; with
-        `prefixes`, a stream of as many target prefixes, read alongside; with `markup`, the
-        lines' inline tags are taken out and put back into each translation (markup.py);
-        with `copy_unknown`, words the vocabulary cannot spell are copied into it
-        (with_unknown_copied)."""
-        ahead = iter(prefixes) if prefixes is not None else None
+        `prefixes`, a stream of as many target prefixes, read alongside; with `terms`, a
+        stream of as many lines of target terms, tab between them, that each translation of
+        the line holds (constrained.py); with `markup`, the lines' inline tags are taken out
+        and put back into each translation (markup.py); with `copy_unknown`, words the
+        vocabulary cannot spell are copied into it (with_unknown_copied)."""
+        prefixes_ahead = iter(prefixes) if prefixes is not None else None
+        terms_ahead = iter(terms) if terms is not None else None
         for chunk in chunks(lines, chunk_size):
-            own = None if ahead is None else [
-                prefix.rstrip("\r\n") for prefix in itertools.islice(ahead, len(chunk))]
-            if own is not None and len(own) < len(chunk):
-                raise UserError("there are fewer target prefixes than lines to translate")
+            own = alongside(prefixes_ahead, len(chunk), "target prefixes")
+            own_terms = alongside(terms_ahead, len(chunk), "lines of terms")
             marked = [parse_markup(line) for line in chunk] if markup else None
             texts = chunk if marked is None else [line.text for line in marked]
             found = self.translate_nbest(texts, config, nbest, attention, own,
-                                         alignment or markup or copy_unknown)
+                                         alignment or markup or copy_unknown,
+                                         None if own_terms is None else [
+                                             [t.strip() for t in line.split("\t") if t.strip()]
+                                             for line in own_terms])
             yield from zip(chunk, self.finish(texts, found, alignment, marked, copy_unknown,
                                               own))
 
@@ -401,6 +405,17 @@ def with_unknown_copied(tokenizer: Tokenizer, lines: list[str], found: list[list
             text, links = copy_unknown(line, h.text, h.alignment or [], unknown, keep)
             out[-1].append(dataclasses.replace(h, text=text, alignment=links))
     return out
+
+
+def alongside(ahead: Iterator[str] | None, count: int, what: str) -> list[str] | None:
+    """The next `count` lines of a stream read beside the input (None: no stream), without
+    their line ends; an error when it runs out first."""
+    if ahead is None:
+        return None
+    taken = [line.rstrip("\r\n") for line in itertools.islice(ahead, count)]
+    if len(taken) < count:
+        raise UserError(f"there are fewer {what} than lines to translate")
+    return taken
 
 
 def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:

@@ -227,3 +227,33 @@ def test_translate_glossary_errors(tiny_run, tmp_path):
     one_line_error(invoke(*run, "--glossary", good, "--sampling"), "drop --sampling")
     greek = write(tmp_path / "greek.tsv", "man\tΩμέγα\n")
     one_line_error(invoke(*run, "--glossary", greek), "'Ωμέγα'", "vocabulary lacks")
+
+
+def test_translate_terms_file(tiny_run, tmp_path):
+    """--terms-file: each line's own target terms (fairseq's per-line constraints), beside
+    those of a glossary; a file of another length is a one-line error."""
+    source, terms = tmp_path / "in.en", tmp_path / "terms.de"
+    source.write_text("".join(f"{line}\n" for line in LINES), encoding="utf-8")
+    terms.write_text("Haus\tHund\n\nBaum\n\t \n", encoding="utf-8")
+    common = ["--run", str(tiny_run), "--beam", "3", "--max-len-b", "6", "-i", str(source)]
+    def texts(*options: str) -> list[list[str]]:
+        result = invoke("translate", *common, "--nbest", "2", "--format", "jsonl", *options)
+        assert result.exit_code == 0, result.output
+        return [[h["text"] for h in json.loads(line)["hypotheses"]]
+                for line in result.stdout.splitlines()]
+
+    out, plain = texts("--terms-file", str(terms)), texts()
+    assert out[1] == plain[1] and out[3] == plain[3]  # no terms: as without
+    assert all("Haus" in text and "Hund" in text for text in out[0])
+    assert all("Baum" in text for text in out[2])
+    both = invoke("translate", *common, "--terms-file", str(terms), "--glossary",
+                  write(tmp_path / "g.tsv", "dogs\tHunde\n"))
+    assert both.exit_code == 0, both.output
+    assert "Baum" in both.stdout.split("\n")[2] and "Hunde" in both.stdout.split("\n")[2]
+    short = write(tmp_path / "short.de", "Haus\n")
+    one_line_error(invoke("translate", *common, "--terms-file", short),
+                   f"--terms-file {short} has 1 lines and the input 4; give a line of terms "
+                   "per line")
+    streamed = invoke("translate", "--run", str(tiny_run), "--beam", "3", "--terms-file", short,
+                      input=b"A man.\nA dog.\n")
+    one_line_error(streamed, f"--terms-file {short} has fewer lines than the input")

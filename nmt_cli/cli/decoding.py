@@ -94,6 +94,9 @@ def translate(
              "after it.")] = None,
     prefix_file: Annotated[Path | None, typer.Option(
         help="A target prefix per input line, in order (a blank line: none).")] = None,
+    terms_file: Annotated[Path | None, typer.Option(
+        help="Target terms per input line, tab between them (a blank line: none): each "
+             "translation of the line holds them, placed by constrained beam search.")] = None,
 ):
     """Translate text, a file, or stdin: one line out for each line in.
 
@@ -104,12 +107,13 @@ def translate(
         raise UserError("stdin is closed: give TEXT or -i FILE")
     if prefix is not None and prefix_file is not None:
         raise UserError("--prefix and --prefix-file: give one or the other")
-    check_output(output_file, input_file, prefix_file, stdin=from_stdin)
+    check_output(output_file, input_file, prefix_file, terms_file, stdin=from_stdin)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     # the prefixes, and the lines when not streamed from stdin, are read before -o is opened
-    prefixes = (PrefixFile(prefix_file) if prefix_file is not None
+    prefixes = (LineFile(prefix_file, "--prefix-file", "a prefix") if prefix_file is not None
                 else itertools.repeat(check_utf8(prefix, "--prefix")) if prefix else None)
+    terms = LineFile(terms_file, "--terms-file", "a line of terms") if terms_file else None
     translator = load_engine(engine.value, run or latest_run(), decode.device, quantize,
                              decode.precision, ensemble)
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
@@ -132,20 +136,22 @@ def translate(
         lines = (line for line, _ in parsed(lines, where))
     if not from_stdin:
         listed = list(lines)
-        if isinstance(prefixes, PrefixFile):
-            prefixes.check_count(listed)
+        for per_line in (prefixes, terms):
+            if isinstance(per_line, LineFile):
+                per_line.check_count(listed)
         lines = iter(listed)
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
-                                              alignment, markup, copy_unknown)
+                                              alignment, markup, copy_unknown, terms)
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
-        if isinstance(prefixes, PrefixFile):
-            prefixes.check_finished()
+        for per_line in (prefixes, terms):
+            if isinstance(per_line, LineFile):
+                per_line.check_finished()
         if output_file:
             out.close()
     except OSError as e:
@@ -158,19 +164,21 @@ def translate(
                 out.close()
 
 
-class PrefixFile:
-    """The lines of --prefix-file, read at once, then handed out as the input is read: a
+class LineFile:
+    """The lines of a file that gives something per input line (`option`: --prefix-file,
+    --terms-file; `what`: "a prefix"), read at once, then handed out as the input is read: a
     one-line error when it has fewer lines than the input, or more (checked before any is
     translated when the input is a list: check_count)."""
 
-    def __init__(self, path: Path):
-        self.path, self.all = path, read_lines(path)
+    def __init__(self, path: Path, option: str, what: str):
+        self.path, self.option, self.what = path, option, what
+        self.all = read_lines(path)
         self.lines = iter(self.all)
 
     def check_count(self, lines: list[str]) -> list[str]:
         if len(lines) != len(self.all):
-            raise UserError(f"--prefix-file {self.path} has {len(self.all):,} lines and the "
-                            f"input {len(lines):,}; give a prefix per line")
+            raise UserError(f"{self.option} {self.path} has {len(self.all):,} lines and the "
+                            f"input {len(lines):,}; give {self.what} per line")
         return lines
 
     def __iter__(self) -> Iterator[str]:
@@ -179,12 +187,12 @@ class PrefixFile:
     def __next__(self) -> str:
         line = next(self.lines, None)
         if line is None:
-            raise UserError(f"--prefix-file {self.path} has fewer lines than the input")
+            raise UserError(f"{self.option} {self.path} has fewer lines than the input")
         return line
 
     def check_finished(self) -> None:
         if next(self.lines, None) is not None:
-            raise UserError(f"--prefix-file {self.path} has more lines than the input")
+            raise UserError(f"{self.option} {self.path} has more lines than the input")
 
 
 def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
