@@ -55,7 +55,7 @@ def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
     import sacrebleu
 
     from nmt_cli.config import DecodeConfig
-    from nmt_cli.constrained import translate_constrained
+    from nmt_cli.constrained import sentence_breaks, translate_constrained
     from nmt_cli.data import read_lines
     from nmt_cli.translate import Translator
 
@@ -77,7 +77,8 @@ def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
             ids = [tokenizer.encode_tgt(own) if own else [] for own in terms]
             start = time.perf_counter()
             found = translate_constrained(model, src_ids, ids, config, translator.device,
-                                          continues_word=translator.continues_word())
+                                          pieces=translator.target_pieces(),
+                                          breaks=[sentence_breaks(s) for s in sources])
             seconds = time.perf_counter() - start
             outputs = tokenizer.decode_tgt([hyps[0].tokens if hyps else [] for hyps in found])
             placed = [holds(o, t) for o, own in zip(outputs, terms) for t in own]

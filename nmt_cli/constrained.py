@@ -5,15 +5,18 @@ target tokens (constraints: a glossary's terms, glossary.py), by dynamic beam al
 A hypothesis knows which constraints it has met and how far it is into the one it is placing
 (`Progress`); its bank is the number of constraint tokens it has placed. Each step the
 candidates are the beam's 2k best extensions, each hypothesis's best next token, and each
-hypothesis's next constraint token (the next of the one it is placing, or the first of each
-it has not met). The k that go on are dealt from the banks in turn, fullest bank first and
-best first within a bank (`allocate`), so hypotheses that have placed more of the constraints
-keep their places beside likelier ones that have placed fewer. <eos> is ruled out until every
-constraint is met, and so is a piece that would go on with the word a constraint ends in
-("Fahrrad" never becomes "Fahrrads"). A hypothesis that could no longer place them all before
-the length limit gives way to those that can (`in_time`); one stopped by the limit with a
-constraint unmet ranks after every one that met them all. Constraint tokens are scored by the
-model like any other.
+hypothesis's next constraint token (the next of the one it is placing, or the first of each it
+has not met). The k that go on are dealt from the banks in turn, fullest bank first and best
+first within a bank (`allocate`), so hypotheses that have placed more of the constraints keep
+their places beside likelier ones that have placed fewer. <eos> is ruled out until every
+constraint is met, and so is the end of the translation's last sentence: a hypothesis with a
+constraint unmet writes no more sentence ends (".", "!", "?") than its source has sentences
+before its last (`sentence_breaks`), or a term the model would rather not write would be put
+after the full stop ("... schiebt ein Gepäckstück. Hoteldiener."). A piece that would go on with the
+word a constraint ends in is ruled out too ("Fahrrad" never becomes "Fahrrads"). A hypothesis
+that could no longer place them all before the length limit gives way to those that can
+(`in_time`); one stopped by the limit with a constraint unmet ranks after every one that met
+them all. Constraint tokens are scored by the model like any other.
 
 Written against the Seq2Seq interface (start, decode_step, state.select). The sentences with
 constraints are decoded in batches of their own, each keeping k rows; the others go through
@@ -23,6 +26,7 @@ plain beam search.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +47,35 @@ from .search import (
     translate_nbest,
 )
 from .special_tokens import EOS_ID, SOS_ID
+
+SENTENCE_END = frozenset(".!?")
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that opens a word
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """What the search must know of the target pieces: (vocab,) masks of those that go on
+    with the word before them (neither open a word nor are special tokens or signs) and of
+    those that end a sentence, and the ids of the latter."""
+
+    continues_word: torch.Tensor
+    ends_sentence: torch.Tensor
+    sentence_ends: frozenset[int]
+
+    @classmethod
+    def of(cls, pieces: list[str], device: torch.device) -> Pieces:
+        """From the target vocabulary's pieces, in id order."""
+        ends = {i for i, piece in enumerate(pieces) if i > EOS_ID
+                and piece.lstrip(WORD_START) and set(piece.lstrip(WORD_START)) <= SENTENCE_END}
+        return cls(torch.tensor([i > EOS_ID and piece[:1].isalnum()
+                                 for i, piece in enumerate(pieces)], device=device),
+                   torch.tensor([i in ends for i in range(len(pieces))], device=device),
+                   frozenset(ends))
+
+
+def sentence_breaks(line: str) -> int:
+    """The sentence ends of a line before its last sentence: "Hello. How are you?" has 1."""
+    return len(re.findall(r"[.!?]+\s+(?=\S)", line))
 
 
 @dataclass(frozen=True)
@@ -94,6 +127,7 @@ class Partial:
     tokens: list[int]
     log_prob: float
     progress: Progress
+    breaks: int = 0  # the sentence ends among its tokens
 
 
 @dataclass(frozen=True)
@@ -121,14 +155,21 @@ class Sentence:
     """One sentence's search: its constraints and length limit, its k live hypotheses (those
     of probability 0 hold places in the batch: dead) and those finished."""
 
-    def __init__(self, constraints: list[list[int]], limit: int, beam_size: int):
+    def __init__(self, constraints: list[list[int]], limit: int, beam_size: int,
+                 breaks: int = 0):
         self.constraints, self.limit, self.k = constraints, limit, beam_size
+        self.breaks = breaks  # sentence ends that a hypothesis with a constraint unmet may write
         start = Progress((False,) * len(constraints))
         self.live = [Partial([], 0.0 if b == 0 else float("-inf"), start)
                      for b in range(beam_size)]  # all open alike: only the first expands
         self.done: list[tuple[bool, Hypothesis]] = []
 
-    def advance(self, found: list[Candidate], step: int, alpha: float) -> list[int] | None:
+    def may_end_sentence(self) -> list[bool]:
+        """Per live hypothesis: whether its next piece may end a sentence."""
+        return [p.progress.complete or p.breaks < self.breaks for p in self.live]
+
+    def advance(self, found: list[Candidate], step: int, alpha: float,
+                sentence_ends: frozenset[int] = frozenset()) -> list[int] | None:
         """Finish the ending candidates among the k dealt from `found`, and go on with the k
         dealt from those that do not end; their parents' rows (0..k-1), or None when the
         sentence is done (k finished, its limit reached, nothing left to extend)."""
@@ -142,7 +183,8 @@ class Sentence:
         if len(self.done) >= self.k or not going:
             return None
         going += [dataclasses.replace(going[0], log_prob=float("-inf"))] * (self.k - len(going))
-        self.live = [Partial(self.live[c.parent].tokens + [c.token], c.log_prob, c.progress)
+        self.live = [Partial(self.live[c.parent].tokens + [c.token], c.log_prob, c.progress,
+                             self.live[c.parent].breaks + (c.token in sentence_ends))
                      for c in going]
         return [c.parent for c in going]
 
@@ -156,29 +198,31 @@ class Sentence:
 def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limits: list[int],
                             constraints: list[list[list[int]]], beam_size: int, alpha: float,
                             min_len: int = 0, no_repeat_ngram: int = 0,
-                            forced: torch.Tensor | None = None,
-                            continues_word: torch.Tensor | None = None
-                            ) -> list[list[Hypothesis]]:
+                            forced: torch.Tensor | None = None, pieces: Pieces | None = None,
+                            breaks: list[int] | None = None) -> list[list[Hypothesis]]:
     """The `beam_size` best hypotheses of each sentence of a padded batch (src: (n, src_len))
     that contain each of its `constraints` (runs of target ids), best first; `limits`: each
     sentence's output limit; `forced`: the target prefixes (prefix_tensor) or None;
-    `continues_word`: (vocab,) True for the pieces that go on with the word before them
-    (None: none ruled out). Every sentence keeps k rows in the batch. Each step reads its
-    candidates to the host once."""
+    `pieces`: the target vocabulary's (None: no piece ruled out for going on with a word or
+    ending a sentence); `breaks`: each source's sentence_breaks (None: 0). Every sentence
+    keeps k rows in the batch. Each step reads its candidates to the host once."""
     n, k, device = src.size(0), beam_size, src.device
     state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k), k)
-    sentences = [Sentence(own, limit, k) for own, limit in zip(constraints, limits)]
+    sentences = [Sentence(own, limit, k, b) for own, limit, b in zip(
+        constraints, limits, breaks or [0] * n)]
     alive = list(range(n))
     forced = forced.repeat_interleave(k, 0) if forced is not None else None  # (n*k, prefix)
     for step in range(max(limits, default=0)):
         live = [p for s in alive for p in sentences[s].live]
         last = torch.tensor([p.tokens[-1] if p.tokens else SOS_ID for p in live], device=device)
         logits, state = model.decode_step(last, state)
-        scores = step_scores(logits, live, step, min_len, no_repeat_ngram, forced,
-                             continues_word)
+        may_end = [ok for s in alive for ok in sentences[s].may_end_sentence()]
+        scores = step_scores(logits, live, may_end, step, min_len, no_repeat_ngram, forced,
+                             pieces)
         keep, rows = [], []
+        ends = pieces.sentence_ends if pieces is not None else frozenset()
         for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step)):
-            parents = sentences[alive[i]].advance(found, step, alpha)
+            parents = sentences[alive[i]].advance(found, step, alpha, ends)
             if parents is not None:
                 keep.append(i)
                 rows += [i * k + parent for parent in parents]
@@ -200,13 +244,14 @@ def in_time(found: list[Candidate], constraints: list[list[int]],
     return hopeful or found
 
 
-def step_scores(logits: torch.Tensor, live: list[Partial], step: int, min_len: int,
-                no_repeat_ngram: int, forced: torch.Tensor | None,
-                continues_word: torch.Tensor | None = None) -> torch.Tensor:
+def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], step: int,
+                min_len: int, no_repeat_ngram: int, forced: torch.Tensor | None,
+                pieces: Pieces | None = None) -> torch.Tensor:
     """(live, vocab) the log-probability of each hypothesis with each next token, as plain
-    beam search has it; then <eos> ruled out for a hypothesis with a constraint unmet, and
-    the pieces that go on with a word right after a constraint ends: after the softmax, so
-    what is left keeps the model's probabilities (as fairseq rules out <eos>)."""
+    beam search has it; then <eos> ruled out for a hypothesis with a constraint unmet, the
+    sentence ends for one that may write no more (`may_end`, per hypothesis), and the pieces
+    that go on with a word right after a constraint ends: after the softmax, so what is left
+    keeps the model's probabilities (as fairseq rules out <eos>)."""
     logits = forbid_special_tokens(logits.float(), step >= min_len)
     if no_repeat_ngram:
         history = torch.tensor([p.tokens for p in live], device=logits.device)
@@ -214,9 +259,13 @@ def step_scores(logits: torch.Tensor, live: list[Partial], step: int, min_len: i
     log_probs = torch.log_softmax(logits, dim=-1)
     unmet = torch.tensor([not p.progress.complete for p in live], device=logits.device)
     log_probs[:, EOS_ID] = log_probs[:, EOS_ID].masked_fill(unmet, float("-inf"))
-    closing = [row for row, p in enumerate(live) if p.progress.closing]
-    if closing and continues_word is not None:
-        log_probs[closing] = log_probs[closing].masked_fill(continues_word, float("-inf"))
+    if pieces is not None:
+        for rows, mask in (([row for row, ok in enumerate(may_end) if not ok],
+                            pieces.ends_sentence),
+                           ([row for row, p in enumerate(live) if p.progress.closing],
+                            pieces.continues_word)):
+            if rows:
+                log_probs[rows] = log_probs[rows].masked_fill(mask, float("-inf"))
     if forced is not None:
         log_probs = follow_prefix(log_probs, forced, step)
     totals = torch.tensor([p.log_prob for p in live], device=logits.device)
@@ -266,11 +315,11 @@ def candidates(scores: torch.Tensor, sentences: list[Sentence],
 def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
                           constraints: list[list[list[int]]], config: DecodeConfig,
                           device: torch.device, nbest: int = 1,
-                          prefixes: list[list[int]] | None = None,
-                          continues_word: torch.Tensor | None = None) -> list[list[Hypothesis]]:
+                          prefixes: list[list[int]] | None = None, pieces: Pieces | None = None,
+                          breaks: list[int] | None = None) -> list[list[Hypothesis]]:
     """search.translate_nbest, where each sentence's translations contain its `constraints`
     (runs of target ids; none: an empty list): the sentences with some are decoded by
-    constrained_beam_search (`continues_word`: see there) in batches of similar length, the
+    constrained_beam_search (`pieces`, `breaks`: see there) in batches of similar length, the
     others by search.py as usual. The output limit of a sentence is raised to hold its
     prefix and constraints."""
     check_constrained(config)
@@ -291,7 +340,7 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
         found = constrained_beam_search(
             model, source_tensor(srcs).to(device), limits, [constraints[i] for i in chunk],
             config.beam, config.alpha, config.min_len, config.no_repeat_ngram,
-            prefix_tensor(own, device), continues_word)
+            prefix_tensor(own, device), pieces, [breaks[i] for i in chunk] if breaks else None)
         outputs.update((i, hyps[:nbest]) for i, hyps in zip(chunk, found))
     return [outputs[i] for i in range(len(src_ids))]
 

@@ -20,7 +20,7 @@ from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records
 from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
 from .constrained import check_constrained
 from .errors import UserError
-from .glossary import Glossary
+from .glossary import Glossary, read_glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
 from .translate import Translation
@@ -106,8 +106,11 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     for each translation's word alignment; "markup": true reads inline tags in the lines
     and puts them back into the translations; "copy_unknown": true copies the words the
     vocabulary cannot spell into them; "glossary" maps source terms to the target terms
-    their translations must use, over the server's `glossary` (decode.glossary, read once).
-    The terms found in each line go with the query; its settings then name no glossary."""
+    their translations must use, over the server's (decode.glossary; `glossary`: that file
+    read already). The terms found in each line go with the query; its settings then name
+    no glossary."""
+    if glossary is None and decode.glossary:
+        glossary = read_glossary(decode.glossary)
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:

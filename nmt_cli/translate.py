@@ -30,7 +30,7 @@ from .alignment import (
 )
 from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import ENGINES, QUANTIZATIONS, DecodeConfig, check_choice
-from .constrained import check_constrained, translate_constrained
+from .constrained import Pieces, check_constrained, sentence_breaks, translate_constrained
 from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
@@ -261,9 +261,9 @@ class Translator(Engine):
         model, constraints = self.run.model, self.constraints(lines, config, terms)
         with mixed_precision(self.device, config.precision):
             if constraints:
-                return src_ids, translate_constrained(model, src_ids, constraints, config,
-                                                      self.device, nbest, prefix_ids,
-                                                      self.continues_word())
+                return src_ids, translate_constrained(
+                    model, src_ids, constraints, config, self.device, nbest, prefix_ids,
+                    self.target_pieces(), [sentence_breaks(line) for line in lines])
             return src_ids, translate_nbest(model, src_ids, config, self.device, nbest,
                                             self.generator(config), prefix_ids)
 
@@ -311,12 +311,11 @@ class Translator(Engine):
                                 "model's vocabulary lacks, so it cannot be written")
         return [[ids[term] for term in own] for own in found]
 
-    def continues_word(self) -> torch.Tensor:
-        """(vocab,) True for each target piece that goes on with the word before it: one
-        that neither opens a word (▁) nor is a special token or a sign (".", ",")."""
-        pieces = self.run.tokenizer.tgt.id_to_piece(list(range(self.run.tokenizer.tgt_vocab_size)))
-        return torch.tensor([i > EOS_ID and piece[:1].isalnum() for i, piece in enumerate(pieces)],
-                            device=self.device)
+    def target_pieces(self) -> Pieces:
+        """The target vocabulary as constrained search reads it (constrained.Pieces)."""
+        tokenizer = self.run.tokenizer
+        return Pieces.of(tokenizer.tgt.id_to_piece(list(range(tokenizer.tgt_vocab_size))),
+                         self.device)
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
         """The random state of sampling with config.sampling_seed: one for all of this Translator's

@@ -19,14 +19,17 @@ from test_search import TABLE, A, B, TableModel
 from nmt_cli.config import DecodeConfig, check_engine
 from nmt_cli.constrained import (
     Candidate,
+    Pieces,
     Progress,
     allocate,
     constrained_beam_search,
+    sentence_breaks,
     translate_constrained,
 )
 from nmt_cli.errors import UserError
 from nmt_cli.glossary import read_glossary
 from nmt_cli.search import translate_nbest
+from nmt_cli.service import ApiError, ServeConfig, parse_query
 from nmt_cli.special_tokens import EOS_ID
 from nmt_cli.translate import Translator
 
@@ -91,18 +94,22 @@ def test_a_constraint_that_does_not_fit_the_limit_still_gives_hypotheses():
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
 def test_every_hypothesis_holds_its_constraints_scored_as_teacher_forcing(arch):
     """On an untrained model: each of the n-best holds each constraint as one run, and its
-    log-probability is the teacher-forced one; a word a constraint ends is not continued;
-    sentences without constraints decode as plain beam search, in their places."""
+    log-probability is the teacher-forced one; a word a constraint ends is not continued, and
+    no sentence ends (pieces 28 and 34, which these models write often) before the constraints
+    are met, past the source's own sentence breaks; sentences without constraints decode as
+    plain beam search, in their places."""
     model = tiny_model(arch)
     config = DecodeConfig(beam=4, alpha=1.0, max_len_a=0.0, max_len_b=25)
     src_ids = [random_tokens(1, n, seed=n)[0].tolist() for n in (6, 4, 9, 5)]
     constraints = [[[11, 12, 13]], [], [[30], [20, 21]], [[9, 9]]]
-    continues_word = torch.zeros(50, dtype=torch.bool)
-    continues_word[40:] = True
+    breaks = [0, 0, 1, 0]
+    names = ["<pad>", "<unk>", "<s>", "</s>"] + ["▁w"] * 36 + ["x"] * 10
+    names[28], names[34] = ".", "▁!"
+    pieces = Pieces.of(names, CPU)
     found = translate_constrained(model, src_ids, constraints, config, CPU, nbest=4,
-                                  continues_word=continues_word)
+                                  pieces=pieces, breaks=breaks)
     assert found[1] == translate_nbest(model, src_ids[1:2], config, CPU, 4)[0]
-    for src, own, hyps in zip(src_ids, constraints, found):
+    for src, own, hyps, allowed in zip(src_ids, constraints, found, breaks):
         assert len(hyps) == 4
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
@@ -112,10 +119,13 @@ def test_every_hypothesis_holds_its_constraints_scored_as_teacher_forcing(arch):
             if len(h.tokens) == 25:  # stopped by the limit: no <eos>
                 scored.pop()
             assert math.isclose(h.log_prob, sum(scored), rel_tol=1e-4, abs_tol=1e-4)
-            for run in own:
-                ends = [i + len(run) for i in range(len(h.tokens))
-                        if h.tokens[i : i + len(run)] == run]
-                assert all(end == len(h.tokens) or h.tokens[end] < 40 for end in ends)
+            for run in own:  # the word it ends where it is first placed is not continued
+                end = next(i + len(run) for i in range(len(h.tokens))
+                           if h.tokens[i : i + len(run)] == run)
+                assert end == len(h.tokens) or h.tokens[end] < 40
+            stops = [i for i, token in enumerate(h.tokens) if token in (28, 34)]
+            early = [i for i in stops if not all(holds(h.tokens[:i], run) for run in own)]
+            assert len(early) <= allowed, (h.tokens, own)
 
 
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
@@ -132,6 +142,17 @@ def test_a_sentence_finds_the_same_hypotheses_alone_and_in_a_batch(arch):
     for mine, theirs in zip(together, alone):
         assert [h.tokens for h in mine] == [h.tokens for h in theirs]
         assert all(math.isclose(a.score, b.score, abs_tol=1e-4) for a, b in zip(mine, theirs))
+
+
+def test_pieces_and_sentence_breaks():
+    pieces = Pieces.of(["<pad>", "<unk>", "<s>", "</s>", "▁Haus", "s", ".", "▁.", "!?", ",",
+                        "5", "▁", "..."], CPU)
+    assert pieces.continues_word.tolist() == [False] * 5 + [True] + [False] * 4 + [True] \
+        + [False] * 2
+    assert pieces.sentence_ends == {6, 7, 8, 12}
+    assert pieces.ends_sentence.nonzero().flatten().tolist() == [6, 7, 8, 12]
+    assert [sentence_breaks(line) for line in ("A man.", "Hello. How are you?", "Wait... what?!",
+                                               "3.5 m. Yes! No")] == [0, 1, 1, 2]
 
 
 def test_constraints_follow_a_target_prefix():
@@ -257,3 +278,25 @@ def test_translate_terms_file(tiny_run, tmp_path):
     streamed = invoke("translate", "--run", str(tiny_run), "--beam", "3", "--terms-file", short,
                       input=b"A man.\nA dog.\n")
     one_line_error(streamed, f"--terms-file {short} has fewer lines than the input")
+
+
+def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):
+    decode = DecodeConfig(glossary=write(tmp_path / "g.tsv", "man\tMann\ndog\tHund\n"))
+
+    def query(request: dict, engine: str = "torch", config=decode):
+        return parse_query(json.dumps(request).encode(), ServeConfig(engine=engine), config)
+
+    asked = query({"text": ["A man and a dog.", "A cat."],
+                   "glossary": {"dog": "Köter", " cat ": "Katze"}})
+    assert asked.terms == [["Mann", "Köter"], ["Katze"]] and asked.config.glossary == ""
+    assert query({"text": "A man."}).terms == [["Mann"]]
+    assert query({"text": "A man."}, config=DecodeConfig()).terms is None
+    for request, status, message in (
+            ({"glossary": {str(i): "x" for i in range(1001)}}, 413, "at most 1,000"),
+            ({"glossary": {"man": ""}}, 422, "must map source terms"),
+            ({"glossary": {"man": "Mann"}, "beam": 1}, 422, "beam search")):
+        with pytest.raises(ApiError, match=message) as refused:
+            query({"text": "A man.", **request})
+        assert refused.value.status == status
+    with pytest.raises(ApiError, match="ctranslate2 engine cannot place terms"):
+        query({"text": "A man.", "glossary": {"man": "Mann"}}, "ctranslate2", DecodeConfig())
