@@ -255,10 +255,12 @@ def finite(number: float) -> float | None:
 
 
 def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
-             ensemble: list[Path], languages: list[str]) -> dict[str, Any]:
+             ensemble: list[Path], languages: list[str],
+             glossary: Glossary | None = None) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
     those of an ensemble decoding beside it, its languages and model, the validation BLEU of
-    the weights served (the first run's) and the metric that chose them, and what a request
+    the weights served (the first run's) and the metric that chose them, the terms of the
+    server's glossary (a count; 0 without one), and what a request
     may ask for. `source` is the run the weights were trained in (an export's run, which may
     not be at hand: its fields are then null). The parameters are those of every model that
     decodes."""
@@ -274,9 +276,10 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "parameters": sum(map(parameter_count, [source, *ensemble])) if config else None,
         "best_metric": config.train.best_metric if config and bleu is not None else None,
         "best_val_bleu": bleu,
+        "glossary_terms": len(glossary.terms) if glossary is not None else 0,
         "defaults": {"beam": decode.beam, "nbest": 1, "tgt_lang": decode.tgt_lang},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
-                   "beam": settings.max_beam},
+                   "beam": settings.max_beam, "glossary_terms": MAX_TERMS},
     }
 
 

@@ -284,6 +284,7 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert (info["architecture"], info["parameters"]) == ("transformer", parameters)
     assert info["best_val_bleu"] == 12.25 and info["best_metric"] == "bleu"
     assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
+    assert info["glossary_terms"] == 0 and info["limits"]["glossary_terms"] == 1000
 
 
 def test_an_ensemble_serves_the_mean_of_its_models(run_dir, translator, tmp_path):
@@ -334,6 +335,7 @@ def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, tran
         refused = [call(server.url + "/translate", {"text": lines, **extra}) for extra in (
             {"beam": 1}, {"glossary": {"man": 3}}, {"glossary": ["man", "Mann"]},
             {"glossary": {"man": "Ωμέγα"}})]
+        info = call(server.url + "/info")[2]
     finally:
         assert server.stop() == 0
     for (status, _, answer), hypotheses in zip(answers, (wanted, own)):
@@ -344,6 +346,7 @@ def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, tran
     assert "beam search" in refused[0][2]["error"]
     assert "must map source terms to target terms" in refused[1][2]["error"]
     assert "'Ωμέγα'" in refused[3][2]["error"]
+    assert info["glossary_terms"] == 2
     glossary.write_text("man\tMann\ndog\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["serve", str(run_dir), "--glossary", str(glossary),
                                       "--port", "0"])
