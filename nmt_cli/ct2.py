@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
-from .alignment import ALIGNMENT_LAYER, Link, word_alignments
+from .alignment import ALIGNMENT_LAYER, word_alignments
 from .checkpoint import read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
@@ -166,9 +166,13 @@ class CTranslate2Translator(Engine):
             self.check_alignment("--alignment")
         src_ids = encode_source(self.tokenizer, lines, self.max_positions, self.warn,
                                 self.language_tag(config), self.target_languages)
-        found = [hyps[:nbest] for hyps in self.search(src_ids, config, encode_prefixes(
-            self.tokenizer, prefixes, lines, self.max_positions, self.warn))]
-        links = self.alignments(lines, src_ids, found, config) if alignment else [None] * len(found)
+        found, maps = self.search(src_ids, config, encode_prefixes(
+            self.tokenizer, prefixes, lines, self.max_positions, self.warn), alignment)
+        found = [hyps[:nbest] for hyps in found]
+        links = [None] * len(found) if not alignment else [
+            word_alignments(self.tokenizer, line, src, [h.tokens for h in hyps],
+                            [torch.tensor(m).reshape(-1, len(src)) for m in own])
+            for line, src, hyps, own in zip(lines, src_ids, found, maps)]
         return [detokenize(self.tokenizer, src, hyps, alignments=a)
                 for src, hyps, a in zip(src_ids, found, links)]
 
@@ -182,35 +186,19 @@ class CTranslate2Translator(Engine):
                             "and returns another attention; make it again (`nmt export "
                             f"{self.run_dir} --format ctranslate2 --force`)")
 
-    def alignments(self, lines: list[str], src_ids: list[list[int]],
-                   found: list[list[Hypothesis]], config: DecodeConfig) -> list[list[list[Link]]]:
-        """Each hypothesis's word alignment to its line (alignment.py), from the attention
-        CTranslate2 returns (the export's alignment layer, its heads averaged) as it decodes
-        the hypothesis again as a forced prefix: teacher forcing, as the torch engine reads
-        it. It gives a row per token, and a column per source piece but <eos>. A shorter
-        hypothesis goes on past its prefix to the longest one's length, its rows unread:
-        stopping each at its own length by a callback after every token took longer (1,000
-        test_2016_flickr hypotheses: 2.1-2.4 s against 1.8-1.9 s)."""
-        pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
-        if not pairs:
-            return [[] for _ in found]
-        source, target = self.tokenizer.src.id_to_piece, self.tokenizer.tgt.id_to_piece
-        results = iter(self.translator.translate_batch(
-            [source(src_ids[i]) for i, _ in pairs], [target(h.tokens) or None for _, h in pairs],
-            beam_size=1, max_decoding_length=max(len(h.tokens) for _, h in pairs) or 1,
-            max_batch_size=config.batch_size, max_input_length=0, return_attention=True))
-        return [word_alignments(self.tokenizer, line, src, [h.tokens for h in hyps], [
-            torch.tensor(next(results).attention[0]).reshape(-1, len(src)) for _ in hyps])
-            for line, src, hyps in zip(lines, src_ids, found)]
-
     def search(self, src_ids: list[list[int]], config: DecodeConfig,
-               prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+               prefixes: list[list[int]] | None = None, attention: bool = False
+               ) -> tuple[list[list[Hypothesis]], list[list[list]]]:
         """Each source's `beam` hypotheses ranked as nmt ranks them (none for an empty
-        source), each opening with its prefix (if any). Sentences are decoded in nmt's
-        batches, sorted by length (see decode); after a beam search, one that reached its
-        own limit, shorter than the batch's, is decoded again under it, with the others of
-        that limit."""
+        source), each opening with its prefix (if any); with `attention`, beside them the
+        attention of each as CTranslate2 returns it while it searches (the export's
+        alignment layer, heads averaged: a row per target token, a column per source piece
+        but <eos>), which word alignments read. Sentences are decoded in nmt's batches,
+        sorted by length (see decode); after a beam search, one that reached its own limit,
+        shorter than the batch's, is decoded again under it, with the others of that
+        limit."""
         found: list[list[Hypothesis]] = [[] for _ in src_ids]
+        maps: list[list[list]] = [[] for _ in src_ids]
         rows = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         prefixes = prefixes or []
         limits = {i: output_limit(len(src_ids[i]), config, self.max_positions,
@@ -218,30 +206,49 @@ class CTranslate2Translator(Engine):
         again: dict[int, list[int]] = {}
         batches = [rows[start : start + config.batch_size]
                    for start in range(0, len(rows), config.batch_size)]
-        for batch, results in self.decode_all(src_ids, prefixes, batches, config, limits):
+        for batch, results in self.decode_all(src_ids, prefixes, batches, config, limits,
+                                               attention):
             longest = max(limits[i] for i in batch)
             for i, result in zip(batch, results):
                 if (config.beam > 1 and limits[i] < longest
                         and max(map(len, result.hypotheses)) >= limits[i]):
                     again.setdefault(limits[i], []).append(i)
                 else:
-                    found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
+                    found[i], maps[i] = self.ranked(result, config.alpha)
         for group, results in self.decode_all(src_ids, prefixes, list(again.values()), config,
-                                              limits):
+                                              limits, attention):
             for i, result in zip(group, results):
-                found[i] = self.ranked(result.hypotheses, result.scores, config.alpha)
-        return found
+                found[i], maps[i] = self.ranked(result, config.alpha)
+        if attention and config.beam > 1:
+            for i, first in self.first_rows(src_ids, rows, config):
+                maps[i] = [[first, *weights[1:]] for weights in maps[i]]
+        return found, maps
+
+    def first_rows(self, src_ids: list[list[int]], rows: list[int],
+                   config: DecodeConfig) -> Iterator[tuple[int, list[float]]]:
+        """Each source's attention at the first step (read from <sos> alone, the same for
+        every hypothesis), by one step of greedy search: CTranslate2's beam search returns
+        one first row for a whole batch, the same in every sentence's hypotheses (seen with
+        CTranslate2 4.8.5); the rows after it are each hypothesis's own."""
+        results = self.translator.translate_batch(
+            [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows], beam_size=1,
+            max_decoding_length=1, max_batch_size=config.batch_size, max_input_length=0,
+            return_attention=True)
+        for i, result in zip(rows, results):
+            yield i, result.attention[0][0]
 
     def decode_all(self, src_ids: list[list[int]], prefixes: list[list[int]],
-                   groups: list[list[int]], config: DecodeConfig, limits: dict[int, int]):
+                   groups: list[list[int]], config: DecodeConfig, limits: dict[int, int],
+                   attention: bool = False):
         """Each group of rows with CTranslate2's results for it. Every group is submitted
         before any is waited for, so that CTranslate2's threads decode them side by side."""
-        pending = [self.decode(src_ids, prefixes, group, config, limits) for group in groups]
+        pending = [self.decode(src_ids, prefixes, group, config, limits, attention)
+                   for group in groups]
         for group, results in zip(groups, pending):
             yield group, [result.result() for result in results]
 
     def decode(self, src_ids: list[list[int]], prefixes: list[list[int]], rows: list[int],
-               config: DecodeConfig, limits: dict[int, int]) -> list:
+               config: DecodeConfig, limits: dict[int, int], attention: bool = False) -> list:
         """CTranslate2's results for the sources `rows` (with their target prefixes, if
         any) under the longest of their output limits, to come (each `.result()` waits for
         its own). Greedy search stops each sentence at its own: CTranslate2 calls back after
@@ -252,6 +259,7 @@ class CTranslate2Translator(Engine):
                   for i in rows] if prefixes else None
         own = [limits[i] for i in rows]
         options = self.options(config, max(own))
+        options["return_attention"] = attention
         if config.beam == 1:
             options["callback"] = lambda step: step.step + 1 >= own[step.batch_id]
         return self.translator.translate_batch(sources, forced, **options)
@@ -266,15 +274,18 @@ class CTranslate2Translator(Engine):
                 "suppress_sequences": self.never, "return_scores": True,
                 "return_end_token": True, "asynchronous": True}
 
-    def ranked(self, hypotheses: list[list[str]], scores: list[float],
-               alpha: float) -> list[Hypothesis]:
-        """CTranslate2's hypotheses (<eos> kept where they ended with it) as nmt's, best first.
-        Its score is log P / length ** RANK_PENALTY over the tokens scored, <eos> included."""
+    def ranked(self, result, alpha: float) -> tuple[list[Hypothesis], list[list]]:
+        """A result's hypotheses (<eos> kept where they ended with it) as nmt's, best first,
+        and their attention (empty lists when none was asked for). Its score is log P /
+        length ** RANK_PENALTY over the tokens scored, <eos> included."""
         out = []
-        for pieces, score in zip(hypotheses, scores):
+        attention = result.attention or [[] for _ in result.hypotheses]
+        for pieces, score, weights in zip(result.hypotheses, result.scores, attention):
             if score < NO_HYPOTHESIS:
                 continue
             ended = bool(pieces) and pieces[-1] == self.eos
             tokens = self.tokenizer.tgt.piece_to_id(pieces[:-1] if ended else pieces)
-            out.append(finished(tokens, score * len(pieces) ** RANK_PENALTY, ended, alpha))
-        return sorted(out, key=lambda h: h.score, reverse=True)
+            out.append((finished(tokens, score * len(pieces) ** RANK_PENALTY, ended, alpha),
+                        weights))
+        out.sort(key=lambda pair: pair[0].score, reverse=True)
+        return [h for h, _ in out], [weights for _, weights in out]
