@@ -169,6 +169,9 @@ class DecodeConfig:
     # each translation of a line that holds a source term contains its target term, placed
     # by constrained beam search (constrained.py); "": none
     glossary: str = ""
+    # Find the glossary's source terms in any case ("Bike" opening a sentence for "bike"), as
+    # Google's ignoreCase does; the target term then follows the case of what was found
+    glossary_ignore_case: bool = False
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),

@@ -2,10 +2,11 @@
 (`nmt translate --glossary terms.tsv`, DecodeConfig.glossary).
 
 The file holds one entry a line, the source term, a tab, the target term ("bike<TAB>Fahrrad";
-the same text twice keeps a name as it is); blank lines are skipped. A source term is found
-in a line where it stands as whole words, with the same case; where entries overlap, the
-longest wins. Each term found is a constraint on that line's translation: constrained.py's
-beam search places its target term, as its target pieces, somewhere in every hypothesis.
+the same text twice keeps a name as it is); blank lines are skipped. A source term is found in
+a line where it stands as whole words, with the same case (or in any case, with `ignore_case`:
+"Bike" opening a sentence); where entries overlap, the longest wins. Each term found is a
+constraint on that line's translation: constrained.py's beam search places its target term, as
+its target pieces, somewhere in every hypothesis.
 """
 
 from __future__ import annotations
@@ -29,10 +30,41 @@ class Glossary:
         terms = sorted(self.terms, key=len, reverse=True)
         return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, terms)) + r")(?!\w)")
 
-    def targets(self, line: str) -> list[str]:
+    @functools.cached_property
+    def pattern_any_case(self) -> re.Pattern:
+        return re.compile(self.pattern.pattern, re.IGNORECASE)
+
+    @functools.cached_property
+    def folded(self) -> dict[str, str]:
+        """Each source term in lower case -> its entry (the first of those equal so)."""
+        out: dict[str, str] = {}
+        for term in self.terms:
+            out.setdefault(term.casefold(), term)
+        return out
+
+    def targets(self, line: str, ignore_case: bool = False) -> list[str]:
         """The target terms of the source terms in `line`, in the order they occur (a term
-        found twice, twice)."""
-        return [self.terms[found.group()] for found in self.pattern.finditer(line)]
+        found twice, twice). With `ignore_case`, a term matches in any case; the entry of
+        that case wins, and the target term of another follows the case of the match (cased)."""
+        if not ignore_case:
+            return [self.terms[found.group()] for found in self.pattern.finditer(line)]
+        out = []
+        for found in self.pattern_any_case.finditer(line):
+            text = found.group()
+            entry = text if text in self.terms else self.folded[text.casefold()]
+            out.append(cased(self.terms[entry], text, entry))
+        return out
+
+
+def cased(target: str, text: str, entry: str) -> str:
+    """The target term of `entry` for a match `text` in another case: in capitals for a
+    match in capitals ("BIKE"), with a capital first letter for a match that gains one
+    ("Bike" opening a sentence), else as written."""
+    if len(text) > 1 and text.isupper() and not entry.isupper():
+        return target.upper()
+    if text[:1].isupper() and not entry[:1].isupper():
+        return target[:1].upper() + target[1:]
+    return target
 
 
 def read_glossary(path: str) -> Glossary:

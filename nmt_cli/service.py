@@ -143,7 +143,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     texts = lines if marked is None else [line.text for line in marked]
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang, glossary=""),
                  nbest, prefixes, flags["alignment"], marked, flags["copy_unknown"],
-                 None if glossary is None else [glossary.targets(text) for text in texts])
+                 None if glossary is None else [
+                     glossary.targets(text, decode.glossary_ignore_case) for text in texts])
 
 
 def request_glossary(value: Any, server: Glossary | None,

@@ -301,8 +301,8 @@ class Translator(Engine):
         if config.glossary:
             if config.glossary not in self.glossaries:
                 self.glossaries[config.glossary] = read_glossary(config.glossary)
-            found = [self.glossaries[config.glossary].targets(line) + own
-                     for line, own in zip(lines, found)]
+            found = [self.glossaries[config.glossary].targets(line, config.glossary_ignore_case)
+                     + own for line, own in zip(lines, found)]
         distinct = sorted({term for own in found for term in own})
         ids = dict(zip(distinct, self.run.tokenizer.encode_tgt(distinct)))
         for term in distinct:

@@ -191,6 +191,16 @@ def test_a_glossary_finds_whole_words_longest_first_in_order(tmp_path):
     assert glossary.targets("man-made C++ code (bike)") == ["Mann", "C++", "Fahrrad"]
 
 
+def test_a_glossary_ignoring_case_follows_the_case_it_finds(tmp_path):
+    glossary = read_glossary(write(tmp_path / "g.tsv", "bike\tfahrrad\nUS\tUSA\nus\tuns\n"
+                                   "the player\tder Spieler\n"))
+    line = "Bike lanes. A BIKE for us, the US and The Player; bikes."
+    assert glossary.targets(line) == ["uns", "USA"]  # the same case only
+    assert glossary.targets(line, ignore_case=True) == [
+        "Fahrrad", "FAHRRAD", "uns", "USA", "Der Spieler"]
+    assert glossary.targets("Us and THE PLAYER", ignore_case=True) == ["USA", "DER SPIELER"]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("bike\tFahrrad\nman Mann\n", "g.tsv:2: expected a source term, a tab and a target term"),
     ("bike\t\n", "g.tsv:1: expected"), ("a\tb\tc\n", "g.tsv:1: expected"),
@@ -231,6 +241,9 @@ def test_translate_glossary(tiny_run, tmp_path):
     config = DecodeConfig(beam=3, max_len_b=6, glossary=glossary)
     assert all("Mann" in h.text.split() or "Mann." in h.text
                for h in translator.translate_nbest(LINES[:1], config, 3)[0])
+    shouted = invoke("translate", *common, "A MAN.", "--glossary", glossary,
+                     "--glossary-ignore-case")
+    assert shouted.exit_code == 0 and "MANN" in shouted.stdout, shouted.output
     pictured = invoke("attention", *common, LINES[3], "--glossary", glossary, "--json")
     assert pictured.exit_code == 0, pictured.output
     best = json.loads(lines[3])["hypotheses"][0]["text"]

@@ -123,6 +123,8 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
     "tgt_lang": "The language to translate into, for a model trained into several.",
     "glossary": "A file of terms, 'source term<TAB>target term' a line: a line's translation "
                 "uses the target term of each source term it holds.",
+    "glossary_ignore_case": "Find the glossary's source terms in any case; the target term "
+                            "follows the case found (BIKE: FAHRRAD).",
 }
 DECODE_TYPES = {"device": Device, "precision": Precision}
 
