@@ -29,9 +29,8 @@ import torch
 from .data import pad, source_tensor
 from .models import Seq2Seq, attention_by_layer
 from .special_tokens import SOS_ID, UNK_ID
-from .tokenizer import Tokenizer
+from .tokenizer import WORD_START, Tokenizer
 
-WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece
 UNKNOWN_SURFACE = " \u2047 "  # what SentencePiece decodes <unk> to
 # hypothesis_attention's bound on pairs x target x source positions read at once (about 100 MB
 # of weights for 4 heads and 3+3 layers)

@@ -47,9 +47,9 @@ from .search import (
     translate_nbest,
 )
 from .special_tokens import EOS_ID, SOS_ID
+from .tokenizer import WORD_START
 
 SENTENCE_END = frozenset(".!?")
-WORD_START = "\u2581"  # SentencePiece's mark of a piece that opens a word
 
 
 @dataclass(frozen=True)

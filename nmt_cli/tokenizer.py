@@ -33,6 +33,7 @@ from .special_tokens import (
 )
 
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
+WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece: one opens a word
 
 
 def tokenizer_files(folder: Path) -> dict[str, bytes]:

@@ -178,6 +178,7 @@ class Translator(Engine):
         self.target_languages = target_languages(run.config.data.tgt_lang)
         self.generators: dict[tuple[int, torch.device], torch.Generator] = {}  # by seed
         self.glossaries: dict[str, Glossary] = {}  # by file, read once
+        self.pieces: dict[torch.device, Pieces] = {}  # target_pieces, by device
         fast_kernels(device)
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr))
 
@@ -312,10 +313,14 @@ class Translator(Engine):
         return [[ids[term] for term in own] for own in found]
 
     def target_pieces(self) -> Pieces:
-        """The target vocabulary as constrained search reads it (constrained.Pieces)."""
-        tokenizer = self.run.tokenizer
-        return Pieces.of(tokenizer.tgt.id_to_piece(list(range(tokenizer.tgt_vocab_size))),
-                         self.device)
+        """The target vocabulary as constrained search reads it (constrained.Pieces), made
+        once for each device (6.5 ms for 8,000 pieces on 2 cores, where a served one-sentence
+        request takes about 33 ms)."""
+        if self.device not in self.pieces:
+            tokenizer = self.run.tokenizer
+            self.pieces[self.device] = Pieces.of(
+                tokenizer.tgt.id_to_piece(list(range(tokenizer.tgt_vocab_size))), self.device)
+        return self.pieces[self.device]
 
     def generator(self, config: DecodeConfig) -> torch.Generator | None:
         """The random state of sampling with config.sampling_seed: one for all of this Translator's

@@ -20,9 +20,7 @@ from .config import ModelConfig
 from .errors import UserError
 from .models import Seq2Seq
 from .special_tokens import EOS_ID
-from .tokenizer import Tokenizer
-
-WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
+from .tokenizer import WORD_START, Tokenizer
 
 
 def surface(piece: str) -> str:
