@@ -83,6 +83,9 @@ def attention_maps(translator: Translator, sentence: str, kind: str = "cross",
     maps of `kind` for `layer` (default: the last) and `head` (a number, "all" or "mean")."""
     check_choice("--kind", kind, ATTENTION_KINDS)
     run, config = translator.run, config or DecodeConfig()
+    if config.split_sentences:
+        raise UserError("--split-sentences: the maps are those of one translation; give one "
+                        "sentence at a time")
     num_layers, num_heads = map_counts(run.model, kind)
     layer = parse_index("--layer", num_layers if layer is None else layer, num_layers,
                         LAYER_WORDS)

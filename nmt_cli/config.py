@@ -172,6 +172,10 @@ class DecodeConfig:
     # Find the glossary's source terms in any case ("Bike" opening a sentence for "bike"), as
     # Google's ignoreCase does; the target term then follows the case of what was found
     glossary_ignore_case: bool = False
+    # Translate a line of several sentences one sentence at a time and join the translations
+    # (sentences.py): models trained on sentence pairs drop or merge the sentences of a
+    # paragraph read whole
+    split_sentences: bool = False
 
     def __post_init__(self) -> None:
         for name, low, high in (("beam", 1, MAX_BEAM), ("batch_size", 1, MAX_INT),

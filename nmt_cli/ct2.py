@@ -146,15 +146,13 @@ class CTranslate2Translator(Engine):
         return cls(translator, tokenizer, max_positions, run_dir, languages or tokenizer.languages,
                    aligns=aligns)
 
-    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1, attention: bool = False,
-                        prefixes: list[str] | None = None,
-                        alignment: bool = False,
-                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
+    def decode_nbest(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
+                     attention: bool = False, prefixes: list[str] | None = None,
+                     alignment: bool = False,
+                     terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The `nbest` best translations of each line (at most config.beam), best first;
         with `prefixes` (one per line, "" for none), each opens with its line's prefix; with
         `alignment`, each carries its word alignment to the line. No glossary `terms`."""
-        config = config or DecodeConfig()
         check_nbest(nbest, config)
         check_engine("ctranslate2", config)
         if terms and any(terms):

@@ -111,10 +111,12 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                 raise ApiError(422, str(e)) from None
         texts = query.texts()
         try:
-            found = await batcher.translate(texts, query.config, query.nbest, query.prefixes,
-                                            bool(aligned), query.terms)
+            found = await batcher.translate(query.sentences(), query.config, query.nbest,
+                                            query.prefixes, bool(aligned), query.terms)
         except UserError as e:  # a glossary term the model cannot write
             raise ApiError(422, str(e)) from None
+        if query.split is not None:
+            found = query.split.joined(found)
         found = engine.finish(texts, found, query.alignment, query.marked, query.copy_unknown,
                               query.prefixes)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))

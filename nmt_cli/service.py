@@ -23,10 +23,10 @@ from .errors import UserError
 from .glossary import Glossary, read_glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
-from .translate import Translation
+from .translate import Split, Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
-                  "copy_unknown", "glossary")
+                  "copy_unknown", "glossary", "split_sentences")
 MAX_TERMS = 1000  # entries of a request's "glossary"
 
 
@@ -90,11 +90,16 @@ class Query:
     alignment: bool = False  # each translation's word alignment to its line (alignment.py)
     marked: list[Marked] | None = None  # with "markup": true, the lines taken apart (markup.py)
     copy_unknown: bool = False  # words the vocabulary cannot spell copied (alignment.py)
-    terms: list[list[str]] | None = None  # each line's glossary target terms (glossary.py)
+    terms: list[list[str]] | None = None  # each sentence's glossary target terms (glossary.py)
+    split: Split | None = None  # with "split_sentences", texts() cut into sentences
 
     def texts(self) -> list[str]:
-        """What is translated: the lines, or the text of the marked ones."""
+        """The lines, or the text of the marked ones."""
         return self.lines if self.marked is None else [line.text for line in self.marked]
+
+    def sentences(self) -> list[str]:
+        """What is translated: texts(), or their sentences when split."""
+        return self.texts() if self.split is None else self.split.sentences()
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
@@ -107,8 +112,9 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     and puts them back into the translations; "copy_unknown": true copies the words the
     vocabulary cannot spell into them; "glossary" maps source terms to the target terms
     their translations must use, over the server's (decode.glossary; `glossary`: that file
-    read already). The terms found in each line go with the query; its settings then name
-    no glossary."""
+    read already); "split_sentences" (default: the server's) translates each sentence of a
+    line on its own. The sentences and the terms found in each go with the query; its
+    settings then name no glossary and no splitting, which the server does."""
     if glossary is None and decode.glossary:
         glossary = read_glossary(decode.glossary)
     request = json_object(body)
@@ -125,6 +131,7 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
                             "more")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
     flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
+    flags["split_sentences"] = request.get("split_sentences", decode.split_sentences)
     for flag, value in flags.items():
         if not isinstance(value, bool):
             raise ApiError(422, f'"{flag}" must be true or false')
@@ -141,10 +148,22 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     except UserError as e:
         raise ApiError(422, str(e)) from None
     texts = lines if marked is None else [line.text for line in marked]
-    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang, glossary=""),
-                 nbest, prefixes, flags["alignment"], marked, flags["copy_unknown"],
-                 None if glossary is None else [
-                     glossary.targets(text, decode.glossary_ignore_case) for text in texts])
+    split = None
+    if flags["split_sentences"]:
+        if nbest > 1:
+            raise ApiError(422, '"nbest": with "split_sentences" each sentence is searched on '
+                                "its own, and a line gets one translation; ask for 1")
+        if prefixes and any(prefixes):
+            raise ApiError(422, '"prefix": a target prefix opens the translation of a whole '
+                                'line; drop "split_sentences"')
+        split = Split.of(texts, len(languages or []) > 1)
+        texts = split.sentences()
+    return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang, glossary="",
+                                            split_sentences=False),
+                 nbest, None if split else prefixes, flags["alignment"], marked,
+                 flags["copy_unknown"], None if glossary is None else [
+                     glossary.targets(text, decode.glossary_ignore_case) for text in texts],
+                 split)
 
 
 def request_glossary(value: Any, server: Glossary | None,
@@ -278,7 +297,8 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "best_metric": config.train.best_metric if config and bleu is not None else None,
         "best_val_bleu": bleu,
         "glossary_terms": len(glossary.terms) if glossary is not None else 0,
-        "defaults": {"beam": decode.beam, "nbest": 1, "tgt_lang": decode.tgt_lang},
+        "defaults": {"beam": decode.beam, "nbest": 1, "tgt_lang": decode.tgt_lang,
+                     "split_sentences": decode.split_sentences},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "beam": settings.max_beam, "glossary_terms": MAX_TERMS},
     }

@@ -39,6 +39,7 @@ from .languages import chosen_tag, source_line, target_languages
 from .markup import Marked, carried
 from .markup import parse as parse_markup
 from .search import Hypothesis, check_nbest, new_generator, translate_nbest
+from .sentences import WIDE_STOPS, Sentence, split_sentences, word_index
 from .special_tokens import EOS_ID, UNK_ID
 from .tokenizer import Tokenizer, tokenizer_files
 
@@ -68,7 +69,7 @@ class Translation:
 
 
 class Engine:
-    """A decoder behind one interface: `translate_nbest` is all an engine defines.
+    """A decoder behind one interface: `decode_nbest` is all an engine defines.
     `run_dir` is the run it translates with (its test split is what `nmt eval` scores)."""
 
     run_dir: Path
@@ -98,7 +99,21 @@ class Engine:
         """The `nbest` best translations of each input line, best first; with `prefixes`
         (one per line, "" for none), each translation opens with its line's prefix; with
         `alignment`, each carries its word alignment to the line; with `terms` (a list per
-        line), each holds its line's target terms, beside those of config.glossary."""
+        line), each holds its line's target terms, beside those of config.glossary. With
+        config.split_sentences, each sentence of a line is translated as a line of its own
+        and the line's translation joins theirs (Split)."""
+        config = config or DecodeConfig()
+        if not config.split_sentences:
+            return self.decode_nbest(lines, config, nbest, attention, prefixes, alignment, terms)
+        check_split(nbest, attention, prefixes, terms)
+        split = Split.of(lines, len(self.target_languages) > 1)
+        return split.joined(self.decode_nbest(split.sentences(), config, alignment=alignment))
+
+    def decode_nbest(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
+                     attention: bool = False, prefixes: list[str] | None = None,
+                     alignment: bool = False,
+                     terms: list[list[str]] | None = None) -> list[list[Translation]]:
+        """translate_nbest, each line read whole."""
         raise NotImplementedError
 
     def translate(self, lines: list[str], config: DecodeConfig | None = None,
@@ -220,18 +235,16 @@ class Translator(Engine):
         fast_kernels(self.device)
         self.run = dataclasses.replace(self.run, model=self.run.model.to(self.device))
 
-    def translate_nbest(self, lines: list[str], config: DecodeConfig | None = None,
-                        nbest: int = 1, attention: bool = False,
-                        prefixes: list[str] | None = None,
-                        alignment: bool = False,
-                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
+    def decode_nbest(self, lines: list[str], config: DecodeConfig, nbest: int = 1,
+                     attention: bool = False, prefixes: list[str] | None = None,
+                     alignment: bool = False,
+                     terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The `nbest` best translations of each input line (at most config.beam), best
         first; the first is what `translate` gives. A blank line gives one empty
         translation. With `attention`, each carries its cross-attention weights; with
         `alignment`, its word alignment to the line; with `prefixes` (one per line, "" for
         none), each opens with its line's prefix; with `terms` (a list per line), each holds
         its line's target terms, beside those of config.glossary (constrained.py)."""
-        config = config or DecodeConfig()
         check_nbest(nbest, config)
         if attention:
             self.check_attention("--attention")
@@ -392,6 +405,71 @@ def detokenize(tokenizer: Tokenizer, src_ids: list[int], hypotheses: list[Hypoth
         out.append(Translation(text, pieces[:-1], h.log_prob, h.score, attention,
                                None if alignments is None else alignments[i]))
     return out
+
+
+@dataclass(frozen=True)
+class Split:
+    """Lines cut into sentences (sentences.py) to be translated as lines of their own, and
+    their translations joined back into one per line."""
+
+    lines: list[list[Sentence]]
+
+    @classmethod
+    def of(cls, lines: list[str], tagged: bool = False) -> Split:
+        """`lines` cut into sentences; with `tagged`, a language tag opening a line opens
+        each of its sentences."""
+        return cls([split_sentences(line, tagged) for line in lines])
+
+    def sentences(self) -> list[str]:
+        """What is translated: each line's sentences, in order."""
+        return [sentence.text for line in self.lines for sentence in line]
+
+    def joined(self, found: list[list[Translation]]) -> list[list[Translation]]:
+        """The best translations of sentences() (as many n-best lists) as one per line."""
+        best = iter(hyps[0] for hyps in found)
+        return [[joined(line, [next(best) for _ in line])] for line in self.lines]
+
+
+def joined(sentences: list[Sentence], translations: list[Translation]) -> Translation:
+    """One line's translation from its sentences': their texts one space apart (none after
+    a full-width stop), their pieces in turn, their log-probabilities and scores summed, and
+    their word alignments (when each has one) moved to the words of the line and of the text
+    joined. A line of one sentence keeps its translation as it is."""
+    if len(sentences) == 1 and sentences[0].added == 0:
+        return translations[0]
+    text, tokens, links = "", [], []
+    for sentence, translation in zip(sentences, translations):
+        tokens += translation.tokens
+        if not translation.text:
+            continue
+        if text and not text.endswith(tuple(WIDE_STOPS)):
+            text += " "
+        first = word_index(text, len(text))
+        links += [(sentence.word + source - sentence.added, first + target)
+                  for source, target in translation.alignment or [] if source >= sentence.added]
+        text += translation.text
+    aligned = all(t.alignment is not None for t in translations)
+    return Translation(text, tokens, sum(t.log_prob for t in translations),
+                       sum(t.score for t in translations),
+                       alignment=sorted(set(links)) if aligned else None)
+
+
+def check_split(nbest: int, attention: bool, prefixes: list[str] | None,
+                terms: list[list[str]] | None) -> None:
+    """What translating a sentence at a time (--split-sentences) cannot give."""
+    if nbest > 1:
+        raise UserError("--nbest: with --split-sentences each sentence is searched on its own, "
+                        "and a line gets one translation; ask for 1")
+    if attention:
+        raise UserError("--attention: with --split-sentences the sentences of a line attend "
+                        "on their own; draw one sentence at a time")
+    if prefixes and any(prefixes):
+        raise UserError("--prefix: a target prefix opens the translation of a whole line; "
+                        "drop --split-sentences")
+    if terms and any(terms):
+        raise UserError("--terms-file: its terms belong to a whole line; with "
+                        "--split-sentences use --glossary, whose terms are found in each "
+                        "sentence")
 
 
 def with_unknown_copied(tokenizer: Tokenizer, lines: list[str], found: list[list[Translation]],

@@ -689,3 +689,18 @@ def test_every_name_of_the_unseen_bench_has_a_character_multi30k_lacks(tmp_path)
     assert row["name_copied_copy_unknown"] > row["name_copied"]  # a 3-step model copies none
     assert len(row["examples"]) == len(row["examples_copy_unknown"]) == 3
     assert markdown([row]).count("\n") == 2
+
+
+def test_paragraphs_bench_cuts_the_paragraphs_it_makes(multi30k_layout):
+    """Each three lines make a paragraph, given a period where they lack a stop; the sample
+    corpus's paragraphs are cut where their lines meet."""
+    from bench.paragraphs import markdown, paragraphs, splitter_rows
+
+    assert paragraphs(["A dog", "A cat!", " Two. ", "One"], 3) == [
+        ["A dog.", "A cat!", "Two."], ["One."]]
+    rows = splitter_rows(multi30k_layout, 3, peer=False)
+    assert [(r["split"], r["language"]) for r in rows] == [
+        (split, lang) for split in ("train", "val", "test_2016_flickr") for lang in ("en", "de")]
+    assert [r["exact"] for r in rows] == [r["paragraphs"] for r in rows] == [200, 200, 14, 14,
+                                                                             14, 14]
+    assert "| val | de | 14 | 14 | 0 | 0 | - |" in markdown({"runs": [], "splitter": rows})

@@ -160,6 +160,16 @@ def test_blank_and_overlong_lines(exported):
     assert theirs[:2] == ["", ""] and theirs == ours
 
 
+def test_ctranslate2_splits_sentences_as_nmt_does(exported):
+    ct2 = exported[1]
+    lines = [" ".join(TEST[:3]), TEST[3]]
+    config = DecodeConfig(split_sentences=True)
+    ours, theirs = (engine.translate_nbest(lines, config, alignment=True) for engine in exported)
+    assert [[(h.text, h.alignment) for h in hyps] for hyps in theirs] == [
+        [(h.text, h.alignment) for h in hyps] for hyps in ours]
+    assert theirs[0][0].text == " ".join(ct2.translate(TEST[:3]))
+
+
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory) -> Path:
     """A run of the pre-norm variant, exported by the command line into RUN/ctranslate2."""

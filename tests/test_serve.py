@@ -239,6 +239,10 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
     "prefix lone surrogate": ("POST", "/translate", b'{"text": "a", "prefix": "\\ud800"}', 422),
     "alignment a string": ("POST", "/translate", {"text": "Hi.", "alignment": "yes"}, 422),
     "markup a string": ("POST", "/translate", {"text": "Hi.", "markup": "yes"}, 422),
+    "split_sentences a string": ("POST", "/translate", {"text": "Hi.", "split_sentences": "yes"},
+                                 422),
+    "split_sentences with nbest": ("POST", "/translate", {"text": "Hi. Bye.", "nbest": 2,
+                                                          "split_sentences": True}, 422),
     "markup that does not nest": ("POST", "/translate",
                                   {"text": ["Hi.", "<b>Hi."], "markup": True}, 422),
     "10,000 lines": ("POST", "/translate", {"text": ["Hello."] * 10_000}, 413),
@@ -353,6 +357,25 @@ def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, tran
     assert result.exit_code == 1
     assert result.output.strip() == (f"error: {glossary}:2: expected a source term, a tab and "
                                      "a target term")
+
+
+def test_a_request_split_into_sentences_gets_the_translators_answer(server, translator):
+    """Sentences of one request and lines of another share batches; each line is answered
+    with its sentences' translations joined, and their alignments, as the Translator gives
+    them; markup around sentences is put back."""
+    test = read_sample("test", "en", 5)
+    lines = [" ".join(test[:3]), test[3]]
+    config = DecodeConfig(beam=5, split_sentences=True, **SHORT)
+    wanted = translator.translate_nbest(lines, config, alignment=True)
+    answers = [call(server.url + "/translate", body) for body in (
+        {"text": lines, "split_sentences": True, "alignment": True},
+        {"text": f"<b>{test[0]}</b> {test[4]}", "split_sentences": True, "markup": True})]
+    assert [status for status, _, _ in answers] == [200, 200], answers
+    assert [(line["text"], [tuple(pair) for pair in line["alignment"]])
+            for line in answers[0][2]["translations"]] == [
+        (hyps[0].text, hyps[0].alignment) for hyps in wanted]
+    marked = answers[1][2]["translations"][0]["text"]
+    assert marked.count("<b>") == marked.count("</b>") == 1, marked
 
 
 def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator):

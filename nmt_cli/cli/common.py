@@ -125,6 +125,8 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
                 "uses the target term of each source term it holds.",
     "glossary_ignore_case": "Find the glossary's source terms in any case; the target term "
                             "follows the case found (BIKE: FAHRRAD).",
+    "split_sentences": "Translate each sentence of a line on its own and join the "
+                       "translations (for paragraphs).",
 }
 DECODE_TYPES = {"device": Device, "precision": Precision}
 
