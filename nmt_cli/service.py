@@ -90,7 +90,7 @@ class Query:
     alignment: bool = False  # each translation's word alignment to its line (alignment.py)
     marked: list[Marked] | None = None  # with "markup": true, the lines taken apart (markup.py)
     copy_unknown: bool = False  # words the vocabulary cannot spell copied (alignment.py)
-    terms: list[list[str]] | None = None  # each sentence's glossary target terms (glossary.py)
+    terms: list[list[str]] | None = None  # the glossary's target terms of each of sentences()
     split: Split | None = None  # with "split_sentences", texts() cut into sentences
 
     def texts(self) -> list[str]:

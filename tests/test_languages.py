@@ -5,6 +5,7 @@ one language by --tgt-lang."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -176,6 +177,27 @@ def test_a_tokenizer_without_the_tags_is_refused(two_targets, tmp_path):
                                      "train.finetune_from": str(parent)})
     with pytest.raises(UserError, match="no <2de> tag"):
         Trainer(child, prepare_run_dir(tmp_path / "child"), lambda event: None)
+
+
+def test_each_sentence_of_a_tagged_paragraph_goes_into_the_tags_language(two_targets,
+                                                                        tmp_path):
+    """With --split-sentences the tag that opens a line opens each of its sentences; the
+    alignments count the line's words, the tag its word 0, linked to nothing."""
+    config = apply_overrides(preset("transformer"), {
+        "tokenizer.vocab_size": 300, "data.data_dir": str(two_targets), "data.tgt_lang": "de,fr",
+        "model.d_model": 32, "model.d_ff": 64, "train.max_steps": 1})
+    translator = Translator.from_run(train(config, tmp_path / "run"), "cpu")
+    first, second = read_sample("test", "en", 2)
+    decode = DecodeConfig(beam=2, max_len_b=6)
+    alone = [hyps[0] for hyps in translator.translate_nbest(
+        [f"<2fr> {first}", f"<2fr> {second}"], decode, alignment=True)]
+    (split,) = translator.translate_nbest([f"<2fr> {first} {second}"], dataclasses.replace(
+        decode, split_sentences=True), alignment=True)
+    assert split[0].text == " ".join(h.text for h in alone if h.text)
+    words = (len(first.split()), len(alone[0].text.split()))
+    assert split[0].alignment == sorted(alone[0].alignment + [
+        (s + words[0], t + words[1]) for s, t in alone[1].alignment])
+    assert all(s > 0 for s, _ in split[0].alignment)
 
 
 @pytest.mark.parametrize(("value", "message"), [
