@@ -9,6 +9,7 @@ JSON form of what it draws, and a path whose suffix (.png or .svg) picks the for
     draw_curves(runs, path)           [LearningCurve.to_json(), ...]  (learning_curves.py)
     draw_bleu_by_length(buckets, path, title)   [{"bucket", "sentences", "bleu"}, ...]
     draw_bleu_by_length_of_systems(systems, path, title)   {name: buckets, ...}
+    draw_word_map(points, path, title)   [{"label", "x", "y"}, ...]  (word_vectors.py)
 
 and `read_png(path)` reads one back as pixels.
 """
@@ -243,4 +244,27 @@ def draw_bleu_by_length_of_systems(systems: dict[str, list[dict]], path: Path | 
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncols=min(len(systems), 5))
     ax.grid(axis="y", alpha=0.3)
+    return save(figure, path)
+
+
+# Word vectors ------------------------------------------------------------------------------
+
+def draw_word_map(points: list[dict], path: Path | str, title: str,
+                  highlight: str | None = None) -> Path:
+    """A labelled point per vector ({"label": "▁dog", "x": 0.8, "y": -0.1}: its first two
+    principal components, word_vectors.principal_components); the point labelled `highlight`
+    (the word whose neighbours these are) in another colour."""
+    path = check_picture_path(path)
+    figure = new_figure(7.0, 6.0)
+    ax = figure.subplots()
+    for point in points:
+        special = point["label"] == highlight
+        ax.scatter(point["x"], point["y"], s=40 if special else 18,
+                   color="C3" if special else "C0", zorder=2)
+        ax.annotate(point["label"], (point["x"], point["y"]), textcoords="offset points",
+                    xytext=(4, 3), fontsize=9, fontweight="bold" if special else "normal")
+    ax.set_xlabel("first principal component")
+    ax.set_ylabel("second principal component")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
     return save(figure, path)

@@ -5,7 +5,9 @@ and `model.tgt_embeddings` name such a file in text format (one `word v1 .. vd` 
 word2vec header line `count dim` is allowed): every SentencePiece piece whose surface form
 (the piece without its leading "▁") has a vector starts from it, the others from the usual
 random values. `nmt embeddings --neighbors WORD` lists the pieces (or words) nearest to a word
-by cosine similarity, in a trained run or in a vector file.
+by cosine similarity, in a trained run or in a vector file; `-o FILE.png` draws them (and
+`--words`) as a map: each vector on the first two principal components of the vectors drawn,
+where words used alike lie close together.
 """
 
 from __future__ import annotations
@@ -122,18 +124,61 @@ def run_neighbours(model: Seq2Seq, tokenizer: Tokenizer, word: str, k: int,
                    side: str = "src") -> tuple[str, list[Neighbour]]:
     """The pieces nearest to `word` in a trained model's embeddings: the word's own piece if
     the vocabulary has one, else its first piece."""
+    processor, matrix = run_embeddings(model, tokenizer, side)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    query = piece_id(processor, word, "--neighbors")
+    no_words = [i for i in range(len(pieces))  # <pad>, <sos>, ... and the bytes of byte_fallback
+                if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)]
+    return pieces[query], nearest(matrix, pieces, query, k, no_words)
+
+
+def run_embeddings(model: Seq2Seq, tokenizer: Tokenizer, side: str = "src"):
+    """The SentencePiece model and the embedding matrix (pieces, d_model) of one side."""
     processor = tokenizer.src if side == "src" else tokenizer.tgt
     embedding = model.src_embedding if side == "src" else model.tgt_embedding
-    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    return processor, embedding.weight.detach()
+
+
+def piece_id(processor, word: str, option: str) -> int:
+    """The piece that stands for `word`: its own if the vocabulary has one, else its first."""
     query = processor.piece_to_id(WORD_START + word)
     if query == processor.unk_id():
         encoded = processor.encode(word)
         if not encoded:
-            raise UserError(f"--neighbors {word!r}: nothing to look up")
+            raise UserError(f"{option} {word!r}: nothing to look up")
         query = encoded[0]
-    no_words = [i for i in range(len(pieces))  # <pad>, <sos>, ... and the bytes of byte_fallback
-                if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)]
-    return pieces[query], nearest(embedding.weight.detach(), pieces, query, k, no_words)
+    return query
+
+
+def run_vectors(model: Seq2Seq, tokenizer: Tokenizer, words: list[str], side: str = "src",
+                pieces: list[str] | None = None) -> tuple[list[str], torch.Tensor]:
+    """`pieces`, then the pieces that stand for `words`, in a trained model's embeddings (each
+    once), and their vectors: (pieces, d_model)."""
+    processor, matrix = run_embeddings(model, tokenizer, side)
+    ids = list(dict.fromkeys([processor.piece_to_id(piece) for piece in pieces or []]
+                             + [piece_id(processor, word, "--words") for word in words]))
+    return [processor.id_to_piece(i) for i in ids], matrix[ids].float()
+
+
+def file_vectors(path: Path, words: list[str]) -> tuple[list[str], torch.Tensor]:
+    """`words` (each once) and their vectors in a vector file: (words, dim)."""
+    vectors = read_vectors(path)
+    words = list(dict.fromkeys(words))
+    for word in words:
+        if word not in vectors:
+            raise UserError(f"{path}: no vector for {word!r}")
+    return words, torch.from_numpy(np.stack([vectors[word] for word in words])).float()
+
+
+def principal_components(matrix: torch.Tensor, count: int = 2
+                         ) -> tuple[torch.Tensor, list[float]]:
+    """Each row of `matrix` (a vector) on the `count` directions along which the rows vary
+    most (principal component analysis): the rows less their mean, times the first right
+    singular vectors; and the share of the variance each direction holds. (rows, count)"""
+    centred = matrix.double() - matrix.double().mean(0)
+    _, singular, right = torch.linalg.svd(centred, full_matrices=False)  # right: (k, dim)
+    variance = singular**2
+    return (centred @ right[:count].T).float(), (variance[:count] / variance.sum()).tolist()
 
 
 def file_neighbours(path: Path, word: str, k: int) -> list[Neighbour]:

@@ -13,7 +13,7 @@ from nmt_cli.checkpoint import LAST_WEIGHTS
 from nmt_cli.cli import app
 from nmt_cli.errors import UserError
 from nmt_cli.training import Trainer, prepare_run_dir, resume
-from nmt_cli.word_vectors import read_vectors
+from nmt_cli.word_vectors import principal_components, read_vectors
 
 TINY = ["model.d_model=32", "model.d_ff=64", "model.num_encoder_layers=1",
         "model.num_decoder_layers=1", "tokenizer.vocab_size=300", "train.validate_every=4",
@@ -117,6 +117,52 @@ def test_neighbours_are_pieces_of_text_never_special_or_byte_pieces(small_corpus
     pieces = [n["label"] for n in json.loads(result.stdout)["neighbours"]]
     assert len(pieces) == 600 - 4 - 256 - 1  # all but the special pieces, bytes and "▁the"
     assert not any(p.startswith("<") and p.endswith(">") for p in pieces)
+
+
+def test_principal_components_keep_a_plane_of_points_as_it_is():
+    """Points on a plane in 5 dimensions: the first two components hold all the variance,
+    and keep every distance between the points; the first holds the most."""
+    generator = torch.Generator().manual_seed(0)
+    plane = torch.linalg.qr(torch.randn(5, 2, generator=generator))[0]  # (5, 2), orthonormal
+    flat = torch.randn(12, 2, generator=generator) * torch.tensor([3.0, 1.0])
+    points = flat @ plane.T + torch.randn(5, generator=generator)  # (12, 5), moved off 0
+    coords, explained = principal_components(points)
+    assert coords.shape == (12, 2) and sum(explained) == pytest.approx(1.0)
+    assert explained[0] > explained[1]
+    assert torch.cdist(coords, coords) == pytest.approx(torch.cdist(points, points), abs=1e-4)
+    assert coords.mean(0) == pytest.approx(torch.zeros(2), abs=1e-5)
+
+
+def test_a_word_map_draws_the_words_and_their_neighbours(small_corpus, tmp_path):
+    from nmt_cli.pictures import read_png
+
+    vectors = write_vectors(tmp_path / "v.txt", {
+        "king": [1.0, 0.9, 0.0, 0.1], "queen": [0.9, 1.0, 0.1, 0.0],
+        "apple": [0.0, 0.1, 1.0, 0.9], "pear": [0.1, 0.0, 0.9, 1.0], "car": [0.5, 0.5, 0.5, 0.5]})
+    result = CliRunner().invoke(app, ["embeddings", "--vectors", str(vectors), "--neighbors",
+                                      "king", "-k", "1", "--words", "apple, pear,king",
+                                      "-o", str(tmp_path / "map.png"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [p["label"] for p in report["points"]] == ["king", "queen", "apple", "pear"]
+    x = {p["label"]: p["x"] for p in report["points"]}  # the fruit apart from the royals
+    assert (x["king"] - x["apple"]) * (x["queen"] - x["pear"]) > 0
+    assert read_png(tmp_path / "map.png").shape[2] == 3
+    run_dir, _ = train(small_corpus, tmp_path, "run")
+    result = CliRunner().invoke(app, ["embeddings", str(run_dir), "--words", "man,woman,dog",
+                                      "--neighbors", "the", "-k", "3", "-o",
+                                      str(tmp_path / "run.svg")])
+    assert result.exit_code == 0 and result.stdout.strip() == str(tmp_path / "run.svg")
+    assert "first two principal components" in (tmp_path / "run.svg").read_text()
+    for args, message in (
+            (["--words", "man,woman,dog"], "give -o FILE.png"),
+            (["--words", "man,woman", "-o", str(tmp_path / "two.png")], "three words or more"),
+            (["--words", "a,b,c", "-o", str(tmp_path / "map.jpg")], "ends in .png or .svg")):
+        refused = CliRunner().invoke(app, ["embeddings", str(run_dir), *args])
+        assert refused.exit_code == 1 and message in refused.output, refused.output
+    missing = CliRunner().invoke(app, ["embeddings", "--vectors", str(vectors), "--words",
+                                       "king,queen,plum", "-o", str(tmp_path / "m.png")])
+    assert missing.exit_code == 1 and "no vector for 'plum'" in missing.output
 
 
 def test_the_bottleneck_model_trains_and_decodes_through_the_same_search(small_corpus,

@@ -1,4 +1,5 @@
-"""`nmt embeddings`: the nearest neighbours of a word in a run's embeddings or a vector file."""
+"""`nmt embeddings`: the nearest neighbours of a word in a run's embeddings or a vector file,
+and a map of them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..checkpoint import latest_run, load_run
+from ..checkpoint import Run, latest_run, load_run
 from ..devices import resolve_device
 from ..errors import UserError
-from ..word_vectors import file_neighbours, run_neighbours
+from ..pictures import check_picture_path, draw_word_map
+from ..word_vectors import (
+    Neighbour,
+    file_neighbours,
+    file_vectors,
+    principal_components,
+    run_neighbours,
+    run_vectors,
+    surface,
+)
 from .common import app, choices, user_errors
 
 Side = choices("Side", ("src", "tgt"))
@@ -28,29 +38,65 @@ def embeddings(
     neighbors: Annotated[str, typer.Option(
         "--neighbors", "--neighbours", help="The word to find neighbours of.")] = "",
     k: Annotated[int, typer.Option("-k", help="How many neighbours.")] = 10,
+    words: Annotated[str, typer.Option(
+        help="Words to draw on the map (-o), commas between them.")] = "",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Draw the word and its neighbours (and --words) on their first "
+        "two principal components into this PNG or SVG file.")] = None,
     vectors: Annotated[Path | None, typer.Option(
         help="A word2vec/GloVe text file to search instead of a run.")] = None,
     side: Annotated[Side, typer.Option(help="The run's source or target embeddings.")
                     ] = SOURCE,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
-    """List the pieces nearest to a word by cosine similarity of their embeddings."""
-    if not neighbors:
+    """List the pieces nearest to a word by cosine similarity of their embeddings; -o maps them."""
+    chosen = [word.strip() for word in words.split(",") if word.strip()]
+    if not neighbors and not chosen:
         raise UserError("--neighbors WORD: which word?")
+    if chosen and output is None:
+        raise UserError("--words: they are drawn on a map; give -o FILE.png")
+    if output is not None:
+        check_picture_path(output)
     if k < 1:
         raise UserError(f"-k must be at least 1 (got {k})")
-    if vectors is not None:
+    loaded = None if vectors is not None else load_run(run or latest_run(), resolve_device("cpu"))
+    query, found = "", []
+    if neighbors and vectors is not None:
         query, found = neighbors, file_neighbours(vectors, neighbors, k)
-    else:
-        loaded = load_run(run or latest_run(), resolve_device("cpu"))
+    elif neighbors:
         query, found = run_neighbours(loaded.model, loaded.tokenizer, neighbors, k, side.value)
+    result = {"word": neighbors, "query": query, "neighbours": [vars(n) for n in found]}
+    if output is not None:
+        result.update(word_map(loaded, vectors, side.value, query, found, chosen, output))
     if as_json:
-        print(json.dumps({"word": neighbors, "query": query,
-                          "neighbours": [vars(n) for n in found]}))
-        return
-    table = Table(title=f"nearest to {query!r}")
-    table.add_column("piece")
-    table.add_column("cosine", justify="right")
-    for neighbour in found:
-        table.add_row(neighbour.label, f"{neighbour.similarity:.3f}")
-    Console().print(table)
+        print(json.dumps(result))
+    elif output is not None:
+        print(output)
+    else:
+        table = Table(title=f"nearest to {query!r}")
+        table.add_column("piece")
+        table.add_column("cosine", justify="right")
+        for neighbour in found:
+            table.add_row(neighbour.label, f"{neighbour.similarity:.3f}")
+        Console().print(table)
+
+
+def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
+             found: list[Neighbour], words: list[str], output: Path) -> dict:
+    """Draw `query`, its neighbours and `words` on their first two principal components;
+    what was drawn, as JSON."""
+    drawn = ([query] if query else []) + [n.label for n in found]
+    if vectors is not None:
+        labels, matrix = file_vectors(vectors, drawn + words)
+    else:
+        labels, matrix = run_vectors(loaded.model, loaded.tokenizer, words, side, drawn)
+    if len(labels) < 3:
+        raise UserError(f"-o {output}: a map needs three words or more (got {len(labels)})")
+    coords, explained = principal_components(matrix)
+    points = [{"label": surface(label), "x": x, "y": y}  # "dog" for the piece "▁dog"
+              for label, (x, y) in zip(labels, coords.tolist())]
+    source = vectors.name if vectors is not None else f"{loaded.path.name} ({side} side)"
+    draw_word_map(points, output, f"{source}: the first two principal components hold "
+                  f"{100 * explained[0]:.0f}% and {100 * explained[1]:.0f}% of the variance",
+                  surface(query) if query else None)
+    return {"picture": str(output), "explained": explained, "points": points}
