@@ -704,3 +704,26 @@ def test_paragraphs_bench_cuts_the_paragraphs_it_makes(multi30k_layout):
     assert [r["exact"] for r in rows] == [r["paragraphs"] for r in rows] == [200, 200, 14, 14,
                                                                              14, 14]
     assert "| val | de | 14 | 14 | 0 | 0 | - |" in markdown({"runs": [], "splitter": rows})
+
+
+def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k_layout,
+                                                                        tmp_path):
+    """The distilled corpus is Multi30k's with train.de the teacher's beam-5 translation of
+    train.en, made once."""
+    from test_nbest import train_tiny_run
+
+    from bench.distill import distilled_corpus
+    from nmt_cli.data import read_lines
+    from nmt_cli.translate import Translator
+
+    teacher = train_tiny_run(tmp_path)
+    folder = tmp_path / "distilled"
+    assert distilled_corpus(teacher, multi30k_layout, folder) > 0
+    sources = read_lines(folder / "train.en.gz")
+    assert sources == read_lines(multi30k_layout / "train.en.gz")
+    translations = read_lines(folder / "train.de")
+    assert translations == Translator.from_run(teacher, "cpu").translate(sources)
+    assert distilled_corpus(teacher, multi30k_layout, folder) == 0.0  # kept, not made again
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_2016_flickr.de.gz", "test_2016_flickr.en.gz", "train.de", "train.en.gz",
+        "val.de.gz", "val.en.gz"]
