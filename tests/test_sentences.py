@@ -146,6 +146,11 @@ def test_translate_split_sentences_as_a_user_runs_it(tiny_run, tmp_path):
     common = ["--run", str(tiny_run), "--beam", "3", "--max-len-b", "8", "--split-sentences"]
     result = invoke("translate", *common, "-i", str(source))
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    whole = invoke("translate", *common[:-1], "-i", str(source))
+    assert whole.exit_code == 0 and whole.stderr.startswith(
+        "note: 2 lines hold several sentences"), whole.stderr
+    assert "--split-sentences" in whole.stderr and len(whole.stderr.splitlines()) == 1
     config = dataclasses.replace(CONFIG, split_sentences=True)
     assert result.stdout.splitlines() == Translator.from_run(tiny_run, "cpu").translate(
         LINES, config)

@@ -34,6 +34,7 @@ from ..markup import parsed
 from ..pictures import check_picture_path
 from ..scoring import PairScore, score_files
 from ..search import check_nbest
+from ..sentences import split_sentences
 from ..translate import Translation, Translator, load_engine
 from .common import (
     DECODE_HELP,
@@ -145,15 +146,22 @@ def translate(
     out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
                                               alignment, markup, copy_unknown, terms)
+    paragraphs = 0  # lines of several sentences translated whole
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
+            if not decode.split_sentences and len(split_sentences(line)) > 1:
+                paragraphs += 1
         for per_line in (prefixes, terms):
             if isinstance(per_line, LineFile):
                 per_line.check_finished()
         if output_file:
             out.close()
+        if paragraphs:
+            print(f"note: {paragraphs:,} {'line holds' if paragraphs == 1 else 'lines hold'} "
+                  "several sentences, which a model trained on single sentences tends to drop "
+                  "or merge; --split-sentences translates each on its own", file=sys.stderr)
     except OSError as e:
         if output_file and e.errno is not None and e.filename is None:  # -o /dev/full
             raise OSError(e.errno, e.strerror, str(output_file)) from None
