@@ -251,7 +251,7 @@ def draw_bleu_by_length_of_systems(systems: dict[str, list[dict]], path: Path | 
 
 def draw_word_map(points: list[dict], path: Path | str, title: str,
                   highlight: str | None = None) -> Path:
-    """A labelled point per vector ({"label": "▁dog", "x": 0.8, "y": -0.1}: its first two
+    """A labelled point per vector ({"label": "dog", "x": 0.8, "y": -0.1}: its first two
     principal components, word_vectors.principal_components); the point labelled `highlight`
     (the word whose neighbours these are) in another colour."""
     path = check_picture_path(path)

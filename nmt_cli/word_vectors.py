@@ -162,8 +162,8 @@ def run_vectors(model: Seq2Seq, tokenizer: Tokenizer, words: list[str], side: st
 
 def file_vectors(path: Path, words: list[str]) -> tuple[list[str], torch.Tensor]:
     """`words` (each once) and their vectors in a vector file: (words, dim)."""
-    vectors = read_vectors(path)
     words = list(dict.fromkeys(words))
+    vectors = read_vectors(path, wanted=set(words))
     for word in words:
         if word not in vectors:
             raise UserError(f"{path}: no vector for {word!r}")
