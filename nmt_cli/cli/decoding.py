@@ -34,7 +34,7 @@ from ..markup import parsed
 from ..pictures import check_picture_path
 from ..scoring import PairScore, score_files
 from ..search import check_nbest
-from ..sentences import split_sentences
+from ..sentences import sentence_starts
 from ..translate import Translation, Translator, load_engine
 from .common import (
     DECODE_HELP,
@@ -151,7 +151,7 @@ def translate(
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
-            if not decode.split_sentences and len(split_sentences(line)) > 1:
+            if not decode.split_sentences and sentence_starts(line):
                 paragraphs += 1
         for per_line in (prefixes, terms):
             if isinstance(per_line, LineFile):
