@@ -68,8 +68,9 @@ def row(name: str, sources: list[str], targets: list[str], gold: list[set],
 
 def run_links(run: Path, sources: list[str], targets: list[str]) -> list[list]:
     """A run's word alignment of each reference to its source, as --alignment reads it."""
-    from nmt_cli.alignment import ALIGNMENT_LAYER, hypothesis_attention, word_alignments
+    from nmt_cli.alignment import hypothesis_attention, word_alignments
     from nmt_cli.config import DecodeConfig
+    from nmt_cli.guided_alignment import ALIGNMENT_LAYER
     from nmt_cli.translate import Translator
 
     translator = Translator.from_run(run, device="cpu")

@@ -35,15 +35,8 @@ UNKNOWN_SURFACE = " \u2047 "  # what SentencePiece decodes <unk> to
 # hypothesis_attention's bound on pairs x target x source positions read at once (about 100 MB
 # of weights for 4 heads and 3+3 layers)
 ATTENTION_CELLS = 2**20
-ALIGNMENT_LAYER = -2  # the decoder layer read, counted from the top (a one-layer decoder: it)
 
 Link = tuple[int, int]  # (source word, target word)
-
-
-def alignment_layer(num_layers: int) -> int:
-    """The index, from 0, of the decoder layer whose attention aligns (ALIGNMENT_LAYER, or
-    the only one)."""
-    return num_layers + max(ALIGNMENT_LAYER, -num_layers)
 
 
 def source_positions(tokenizer: Tokenizer, line: str, src_ids: list[int]) -> list[int | None]:

@@ -23,7 +23,6 @@ from pathlib import Path
 import torch
 
 from .alignment import (
-    alignment_layer,
     piece_links,
     source_positions,
     text_positions,
@@ -34,6 +33,7 @@ from .config import DecodeConfig, check_choice
 from .data import Batch
 from .devices import mixed_precision
 from .errors import UserError
+from .guided_alignment import alignment_layer
 from .models import Seq2Seq, Transformer, attention_by_layer
 from .pictures import draw_attention
 from .search import translate_ids

@@ -46,6 +46,11 @@ class DataConfig:
     # Training pairs whose one side has more than this many times the tokens of the other are
     # dropped, as misaligned (Moses' clean-corpus-n drops over 9; 1.5-3 is common); 0: off
     max_len_ratio: float = 0.0
+    # Word alignments of the training pairs, one line a pair, as fast_align and eflomal write
+    # them ("0-0 1-2": 0-based source-target positions of words split at whitespace). Given,
+    # training teaches the Transformer's aligning layer of cross-attention to follow them
+    # (guided alignment, guided_alignment.py), for `--alignment` and `--markup`. "": none
+    alignments: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class TrainConfig:
     plateau_factor: float = 0.5  # plateau: multiply the rate by this when best_metric stalls ...
     plateau_patience: int = 2  # ... for this many validations
     label_smoothing: float = 0.1
+    # With data.alignments: the weight of the attention's cross-entropy against them in the
+    # loss (0.05 in Garg et al., 2019, as in fairseq and OpenNMT)
+    alignment_weight: float = 0.05
     clip_norm: float = 1.0
     max_bad_steps: int = 20  # stop after this many NaN/inf steps in a row
     weight_decay: float = 0.0
@@ -266,6 +274,12 @@ class Config:
             raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
         if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
             raise UserError("train.teacher_forcing_ratio below 1 needs model.arch gru")
+        if self.data.alignments and self.model.arch != "transformer":
+            raise UserError("data.alignments: guided alignment teaches a Transformer's "
+                            f"cross-attention; model.arch is {self.model.arch}")
+        if self.data.alignments and "," in self.data.tgt_lang:
+            raise UserError("data.alignments: one file aligns one language pair; data.tgt_lang "
+                            f"is {self.data.tgt_lang}")
         if self.train.schedule == "linear" and not any(self.get(key) for key in LIMITS):
             raise UserError("train.schedule linear decays to 0 at a limit: set train.max_steps, "
                             "train.max_time or train.epochs")
@@ -287,7 +301,7 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
                 "train.keep_last", "train.adam_eps", "train.plateau_patience",
-                "train.attention_plots")
+                "train.attention_plots", "train.alignment_weight")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
                  "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
 # Sizes of tensors and of the tokenizer: at most MAX_INT (a run's config.json or a TOML file
@@ -495,6 +509,7 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
             config = apply_overrides(config, load_toml(config_file))
     config = apply_overrides(config, command_line_overrides(settings, options))
     for key, path in (("data.data_dir", config.data.data_dir),
+                      ("data.alignments", config.data.alignments),
                       ("train.finetune_from", config.train.finetune_from)):
         if path:
             config = apply_overrides(config, {key: str(Path(path).resolve())})

@@ -34,6 +34,7 @@ from .data import (
 )
 from .distributed import World
 from .errors import UserError
+from .guided_alignment import kept_alignments, read_alignments
 from .languages import check_tags, language_tags, rows_by_language
 from .tokenizer import Tokenizer, copy_tokenizer
 
@@ -74,7 +75,8 @@ class TrainingCorpus:
             if not fits(s, t, data.max_len) or uneven(s, t, data.max_len_ratio,
                                                       self.tokenizer.tag_ids):
                 src[i], tgt[i] = self.best.src[i], self.best.tgt[i]
-        self.train, self.tgt_lengths = EncodedText(src, tgt, kept=self.best.kept), None
+        self.train = EncodedText(src, tgt, kept=self.best.kept, alignments=self.best.alignments)
+        self.tgt_lengths = None
         return self.train
 
     def close(self) -> None:
@@ -94,6 +96,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if is_prepared and config.tokenizer.sampling_alpha:
         raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"
                         " subword sampling segments text, so it needs the plain-text corpus")
+    if is_prepared and data.alignments:
+        raise UserError(f"data.alignments: {folder} holds token ids (nmt data prepare); word "
+                        "alignments name words, so guided alignment needs the plain-text corpus")
     if is_prepared:  # before its files are looked for
         prepared.check_pair(folder, data.src_lang, data.tgt_lang)
     if parent is not None:
@@ -101,6 +106,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                    "fine-tune it into the languages it knows")
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
+    # read before the tokenizer trains: a bad file stops the run at once
+    links = (read_alignments(Path(data.alignments), train_text.src, train_text.tgt)
+             if data.alignments else None)
     if is_prepared and new_run:  # a resumed run's config.json says it already
         config, changed = prepared.with_its_settings(folder, config)
         if changed:
@@ -132,6 +140,11 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     report("train: " + kept_report(len(train.src), train.empty, train.too_long, max_len,
                                    train.uneven, max_ratio)
            + (" (prepared)" if is_prepared else ""))
+    if links is not None:
+        train.alignments, differ = kept_alignments(links, train_text, train, tokenizer)
+        report(f"data.alignments: word links for {len(train.src) - differ:,} of the kept pairs"
+               + (f"; {differ:,} whose words SentencePiece counts otherwise than whitespace "
+                  "does train without" if differ else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     if not config.tokenizer.sampling_alpha:
         return TrainingCorpus(tokenizer, train, val_text, val, config)

@@ -38,10 +38,11 @@ from pathlib import Path
 
 import torch
 
-from .alignment import ALIGNMENT_LAYER, word_alignments
+from .alignment import word_alignments
 from .checkpoint import read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
+from .guided_alignment import ALIGNMENT_LAYER
 from .languages import target_languages
 from .search import Hypothesis, check_nbest, finished, output_limit
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID

@@ -31,11 +31,11 @@ import torch
 from torch import nn
 
 from ._version import __version__
-from .alignment import ALIGNMENT_LAYER, alignment_layer
 from .checkpoint import Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
 from .ct2 import EXPORT_FILE, import_ctranslate2
 from .errors import UserError
+from .guided_alignment import ALIGNMENT_LAYER, alignment_layer
 from .languages import target_languages
 from .models.transformer import DecoderLayer, EncoderLayer, Transformer
 from .special_tokens import EOS_ID, SOS_ID, UNK_ID

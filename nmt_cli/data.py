@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,6 +25,9 @@ from .errors import UserError
 from .languages import tag_line, tagged_languages
 from .special_tokens import EOS_ID, PAD_ID, SOS_ID
 from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from .guided_alignment import WordAlignments
 
 SPLITS = {"train": ("train",), "val": ("val", "valid", "dev"), "test": ("test",)}
 
@@ -139,6 +143,7 @@ class EncodedText:
     too_long: int = 0
     uneven: int = 0  # pairs whose sides differ too much in length (data.max_len_ratio)
     kept: list[int] = field(default_factory=list)  # the line of each kept pair
+    alignments: WordAlignments | None = None  # word links of the kept pairs, if given
 
     def lengths(self) -> tuple[list[int], list[int]]:
         return [len(s) for s in self.src], [len(t) for t in self.tgt]
@@ -213,6 +218,8 @@ class Batch:
     tgt_in: torch.Tensor  # (batch, tgt_len): <sos> y1 .. yn
     tgt_out: torch.Tensor  # (batch, tgt_len): y1 .. yn <eos>
     tgt_positions: torch.Tensor  # (real target tokens,): flat indices of non-pad tgt_out
+    # with word alignments (guided_alignment.py): the gold attention (batch, tgt_len, src_len)
+    alignment: torch.Tensor | None = None
 
     @classmethod
     def from_ids(cls, src_ids: list[list[int]], tgt_ids: list[list[int]],
@@ -240,7 +247,8 @@ class Batch:
         return Batch(*(tensor.to(device, non_blocking=non_blocking) for tensor in self.tensors()))
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
-        return self.src, self.tgt_in, self.tgt_out, self.tgt_positions
+        return (self.src, self.tgt_in, self.tgt_out, self.tgt_positions,
+                *(() if self.alignment is None else (self.alignment,)))
 
 
 def token_batches(src_lens, tgt_lens, batch_tokens: int,
@@ -277,8 +285,12 @@ def group_by_budget(order, src_lens, tgt_lens, batch_tokens: int) -> list[np.nda
 
 
 def make_batch(encoded: EncodedText, indices, multiple: int = 1) -> Batch:
-    return Batch.from_ids([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices],
-                          multiple)
+    src, tgt = [encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]
+    batch = Batch.from_ids(src, tgt, multiple)
+    if encoded.alignments is not None:
+        batch.alignment = encoded.alignments.targets(indices, src, tgt, batch.src.size(1),
+                                                     batch.tgt_out.size(1))
+    return batch
 
 
 class BatchLoader:

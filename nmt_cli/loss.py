@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .devices import matmul_dtype, pads_rows, times_transposed
+from .guided_alignment import alignment_layer, guided_alignment_loss
 from .special_tokens import PAD_ID
 
 # Logits per slice on a CPU: 4M floats, 16 MB in float32, within a server CPU's L3 cache.
@@ -148,13 +149,23 @@ def output_cross_entropy(features: torch.Tensor, weight: torch.Tensor, targets: 
 
 def teacher_forced_loss(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor,
                         tgt_out: torch.Tensor, teacher_forcing_ratio: float = 1.0,
-                        label_smoothing: float = 0.0,
-                        positions: torch.Tensor | None = None) -> torch.Tensor:
+                        label_smoothing: float = 0.0, positions: torch.Tensor | None = None,
+                        alignment: torch.Tensor | None = None,
+                        alignment_weight: float = 0.0) -> torch.Tensor:
     """The summed output loss of `model` reading the reference prefix `tgt_in` (teacher
-    forcing) and predicting `tgt_out`: a float32 scalar."""
-    features = model.features(src, tgt_in, teacher_forcing_ratio)
-    return output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing,
+    forcing) and predicting `tgt_out`: a float32 scalar. With `alignment`, the gold attention
+    of the batch (guided_alignment.py), plus `alignment_weight` times the aligning layer's
+    cross-entropy against it."""
+    if alignment is None:
+        features = model.features(src, tgt_in, teacher_forcing_ratio)
+    else:
+        layer = alignment_layer(len(model.decoder_layers))
+        features, attention = model.features_and_attention(src, tgt_in, layer)
+    loss = output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing,
                                 positions)
+    if alignment is None:
+        return loss
+    return loss + alignment_weight * guided_alignment_loss(attention, alignment)
 
 
 class TeacherForcedLoss(nn.Module):
@@ -167,6 +178,7 @@ class TeacherForcedLoss(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
                 teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0,
-                positions: torch.Tensor | None = None):
+                positions: torch.Tensor | None = None, alignment: torch.Tensor | None = None,
+                alignment_weight: float = 0.0):
         return teacher_forced_loss(self.model, src, tgt_in, tgt_out, teacher_forcing_ratio,
-                                   label_smoothing, positions)
+                                   label_smoothing, positions, alignment, alignment_weight)

@@ -101,6 +101,7 @@ class PreparedText:
     max_len: int = 0  # the limit that too_long counts against
     uneven: int = 0
     max_ratio: float = 0.0  # the limit that uneven counts against (data.max_len_ratio)
+    alignments: None = None  # guided alignment reads the plain-text corpus
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         return self.src_lengths, self.tgt_lengths

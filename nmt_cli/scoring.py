@@ -22,11 +22,12 @@ from pathlib import Path
 
 import torch
 
-from .alignment import ALIGNMENT_LAYER, Link, hypothesis_attention, word_alignments
+from .alignment import Link, hypothesis_attention, word_alignments
 from .checkpoint import Run
 from .data import Batch
 from .devices import mixed_precision
 from .ensemble import Ensemble, mean_distribution
+from .guided_alignment import ALIGNMENT_LAYER
 from .languages import checked_sources, chosen_tag, target_languages
 from .loss import rows_per_slice
 from .prepared import read_pairs

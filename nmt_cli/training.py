@@ -121,7 +121,8 @@ class Trainer:
                 with mixed_precision(self.device, t.precision):
                     loss_sum = self.parallel_loss(batch.src, batch.tgt_in, batch.tgt_out,
                                                   t.teacher_forcing_ratio, t.label_smoothing,
-                                                  batch.tgt_positions)
+                                                  batch.tgt_positions, batch.alignment,
+                                                  t.alignment_weight)
                 loss_sum = loss_sum if weighted else loss_sum * 0.0
                 # DDP averages over N ranks: scaled by N, the average is the whole update's.
                 self.updater.backward(loss_sum * (self.world.size / tokens))

@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from .alignment import (
-    ALIGNMENT_LAYER,
     Link,
     copy_unknown,
     layers_attention,
@@ -35,6 +34,7 @@ from .devices import fast_kernels, mixed_precision, resolve_device
 from .ensemble import Ensemble
 from .errors import UserError
 from .glossary import Glossary, read_glossary
+from .guided_alignment import ALIGNMENT_LAYER
 from .languages import chosen_tag, source_line, target_languages
 from .markup import Marked, carried
 from .markup import parse as parse_markup

@@ -14,7 +14,6 @@ from test_cli import invoke, one_line_error
 from test_nbest import SETTINGS, train_tiny_run
 
 from nmt_cli.alignment import (
-    ALIGNMENT_LAYER,
     ATTENTION_CELLS,
     attention_batches,
     copy_unknown,
@@ -29,6 +28,7 @@ from nmt_cli.alignment import (
     word_alignments,
 )
 from nmt_cli.config import DecodeConfig, TokenizerConfig
+from nmt_cli.guided_alignment import ALIGNMENT_LAYER
 from nmt_cli.special_tokens import UNK_ID
 from nmt_cli.tokenizer import Tokenizer
 from nmt_cli.translate import Translator

@@ -25,10 +25,11 @@ from test_learning import VOCAB, reverse_task
 from typer.testing import CliRunner
 
 from nmt_cli import DecodeConfig, UserError, pictures, resolve_config, training
-from nmt_cli.alignment import ALIGNMENT_LAYER, hard_links, hypothesis_attention
+from nmt_cli.alignment import hard_links, hypothesis_attention
 from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
 from nmt_cli.cli import app
 from nmt_cli.data import Batch
+from nmt_cli.guided_alignment import ALIGNMENT_LAYER
 from nmt_cli.learning_curves import learning_curves, ranking_metric, read_metrics
 from nmt_cli.loss import output_cross_entropy
 from nmt_cli.markup import parse

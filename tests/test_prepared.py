@@ -66,6 +66,15 @@ def test_subword_sampling_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_p
         Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
 
 
+def test_guided_alignment_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_path):
+    links = tmp_path / "train.align"
+    links.write_text("0-0\n")
+    config = apply_overrides(preset("transformer"), {
+        **SETTINGS, "data.data_dir": str(prepared), "data.alignments": str(links)})
+    with pytest.raises(UserError, match=r"data.alignments: .* needs the plain-text corpus"):
+        Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+
+
 def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_with(
         prepared, tmp_path):
     config = apply_overrides(preset("transformer"), {

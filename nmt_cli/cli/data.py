@@ -1,4 +1,4 @@
-"""`nmt data fetch` and `nmt data prepare`."""
+"""`nmt data fetch`, `nmt data prepare` and `nmt data symmetrize`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from ..config import resolve_config
 from ..data import kept_report
 from ..datasets import fetch_multi30k
 from ..errors import UserError
+from ..files import atomic_write
+from ..guided_alignment import symmetrize
 from ..prepared import TOKENIZER_SAMPLE
 from ..prepared import prepare as prepare_corpus
 from .common import Corpus, app, err, user_errors
 
-data_app = typer.Typer(no_args_is_help=True, help="Download and prepare corpora.")
+data_app = typer.Typer(no_args_is_help=True,
+                       help="Download and prepare corpora; join word alignments.")
 app.add_typer(data_app, name="data")
 
 
@@ -66,3 +69,26 @@ def prepare_command(
     err.print(kept_report(info["pairs"], info["empty"], info["too_long"], info["max_len"],
                           info["uneven"], info["max_len_ratio"]), highlight=False)
     print(out)
+
+
+@data_app.command("symmetrize")
+@user_errors
+def symmetrize_command(
+    forward: Annotated[Path, typer.Argument(help="Word alignments, source to target.")],
+    reverse: Annotated[Path, typer.Argument(
+        help="Word alignments of the same pairs, target to source (still source-target "
+        "positions, as eflomal and fast_align -r write them).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="File to write (default: standard output).")] = None,
+):
+    """Join two directions of word alignments (grow-diag-final-and), for train --alignments."""
+    if out is None:
+        for line in symmetrize(forward, reverse):
+            print(line)
+        return
+
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(f"{line}\n" for line in symmetrize(forward, reverse))
+
+    atomic_write(out, write)

@@ -32,6 +32,9 @@ def train(
     src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
     tgt_lang: Annotated[str | None, typer.Option(
         help="Target language suffix; several, as de,fr,cs: one model into each.")] = None,
+    alignments: Annotated[Path | None, typer.Option(
+        help="Word alignments of the training pairs, as fast_align or eflomal write them "
+        "(0-0 1-2 ...): teach attention to follow them (guided alignment).")] = None,
     run: Annotated[Path | None, typer.Option(
         "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
         "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,
@@ -70,6 +73,7 @@ def train(
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
     options = {"model.arch": value(arch), "data.data_dir": data and str(data),
                "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
+               "data.alignments": alignments and str(alignments),
                "train.max_steps": max_steps, "train.max_time": max_time, "train.epochs": epochs,
                "train.batch_tokens": batch_tokens, "train.device": value(device),
                "train.seed": seed, "train.precision": value(precision), "train.accum": accum,

@@ -116,13 +116,16 @@ class DecoderLayer(nn.Module):
         self.feed_forward_block = Residual(d, drop, config.norm_first)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                need_weights: bool = False) -> tuple[torch.Tensor, tuple]:
+                need_weights: bool = False, need_cross_weights: bool = False
+                ) -> tuple[torch.Tensor, tuple]:
         """Teacher forcing over all target positions at once, under the causal mask.
-        Returns the output and, if asked, the (self, cross) attention weights."""
+        Returns the output and, if asked, the (self, cross) attention weights (with
+        `need_cross_weights`, the cross-attention's alone)."""
         x, self_weights = self.self_attention_block(
             x, lambda h: self.self_attention(h, h, causal=True, need_weights=need_weights))
+        cross = need_weights or need_cross_weights
         x, cross_weights = self.cross_attention_block(
-            x, lambda h: self.cross_attention(h, memory, src_mask, need_weights=need_weights))
+            x, lambda h: self.cross_attention(h, memory, src_mask, need_weights=cross))
         x, _ = self.feed_forward_block(x, lambda h: (self.feed_forward(h), None))
         return x, (self_weights, cross_weights)
 
@@ -289,11 +292,14 @@ class Transformer(Seq2Seq):
         return (x if real is None else real.unpack(x)), weights
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               need_weights: bool = False) -> tuple[torch.Tensor, list]:
+               need_weights: bool = False, cross_weights_of: int | None = None
+               ) -> tuple[torch.Tensor, list]:
+        """Features (batch, tgt_len, d_model) and, if asked, each layer's (self, cross)
+        attention weights; with `cross_weights_of`, that layer's cross-attention weights."""
         x = self.embed(tgt_in, self.tgt_embedding)
         memory, weights = matmul_input(memory), []  # read by every layer's cross-attention
-        for layer in self.decoder_layers:
-            x, layer_weights = layer(x, memory, src_mask, need_weights)
+        for index, layer in enumerate(self.decoder_layers):
+            x, layer_weights = layer(x, memory, src_mask, need_weights, index == cross_weights_of)
             weights.append(layer_weights)
         return self.decoder_norm(x), weights  # features: (batch, tgt_len, d_model)
 
@@ -301,6 +307,14 @@ class Transformer(Seq2Seq):
                  teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
         """Teacher forcing only: every position reads the reference prefix (ratio 1)."""
         return self.decode(tgt_in, self.encode(src), padding_mask(src))[0]
+
+    def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor, layer: int
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher-forced features, and decoder layer `layer`'s cross-attention weights
+        averaged over its heads (batch, tgt_len, src_len): what guided alignment teaches."""
+        features, weights = self.decode(tgt_in, self.encode(src), padding_mask(src),
+                                        cross_weights_of=layer)
+        return features, weights[layer][1].mean(1)
 
     def cross_attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> list:
         """Per decoder layer, encoder-decoder attention weights (batch, heads, tgt, src)."""

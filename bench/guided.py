@@ -1,0 +1,138 @@
+"""Guided alignment: does teaching attention eflomal's word alignments make nmt's alignments,
+and the tags `--markup` puts back, more accurate, and at what cost in BLEU?
+
+eflomal (Östling and Tiedemann, 2016; in its own environment, bench/out/eflomal-venv) aligns the
+words of Multi30k's train and val pairs, English-German, both ways; the two directions are
+joined by grow-diag-final-and (Koehn et al., 2005). Two runs of the same preset then train for
+the same time, one without and one with `data.alignments` (the train lines' links). Measured
+on the 30 hand-aligned val pairs (bench/alignment.en-de.tsv, whose lines eflomal aligns as
+part of val, without their links): the alignment error rate of eflomal's own links and of
+each run's attention, every decoder layer and reading (bench.alignment), and tags put back by
+each run's alignment (bench.markup); then each run's test_2016_flickr BLEU and chrF with beam
+5, with the weights validation chose (bench.quality).
+
+    python -m bench.guided [--data DIR] [--minutes 15] [--out DIR] [--set key=value ...]
+                           [--json FILE]
+
+The runs go to DIR/unguided and DIR/guided (bench/out/guided by default); a folder that holds a
+run with trained weights is kept, so a second call measures again without training.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from . import alignment, markup
+from .common import (
+    OUT,
+    ROOT,
+    add_data_option,
+    ensure_venv,
+    markdown_table,
+    multi30k_dir,
+    new_parser,
+    report_table,
+)
+from .quality import score
+
+EFLOMAL_VENV = OUT / "eflomal-venv"
+EFLOMAL_INSTALL = (["eflomal==2.0.0"],)
+PRESET = "multi30k-transformer-20m"
+
+
+def read_links(path: Path) -> list[set[tuple[int, int]]]:
+    return [{tuple(map(int, link.split("-"))) for link in line.split()}
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def eflomal_links(corpus: Path, folder: Path) -> tuple[Path, list[set[tuple[int, int]]]]:
+    """Align train and val with eflomal (once: kept in `folder`); returns the file of the
+    train lines' links, and the val lines' links."""
+    from nmt_cli.data import read_lines
+    from nmt_cli.guided_alignment import symmetrize
+
+    train_file, val_file = folder / "train.align", folder / "val.align"
+    if not (train_file.is_file() and val_file.is_file()):
+        folder.mkdir(parents=True, exist_ok=True)
+        sides = {}
+        for lang in ("en", "de"):
+            lines = read_lines(corpus / f"train.{lang}.gz")
+            sides[lang] = len(lines)
+            lines += read_lines(corpus / f"val.{lang}.gz")
+            (folder / f"both.{lang}").write_text("".join(f"{line}\n" for line in lines),
+                                                encoding="utf-8")
+        python = ensure_venv(EFLOMAL_VENV, EFLOMAL_INSTALL)
+        subprocess.run([str(python), str(ROOT / "bench" / "peers" / "run_eflomal.py"),
+                        str(folder / "both.en"), str(folder / "both.de"),
+                        str(folder / "forward.align"), str(folder / "reverse.align")], check=True)
+        lines = [f"{line}\n" for line in symmetrize(folder / "forward.align",
+                                                    folder / "reverse.align")]
+        train_file.write_text("".join(lines[: sides["en"]]), encoding="utf-8")
+        val_file.write_text("".join(lines[sides["en"]:]), encoding="utf-8")
+    return train_file, read_links(val_file)
+
+
+def train(corpus: Path, run_dir: Path, minutes: float, settings: list[str]) -> None:
+    """Train `run_dir` for `minutes`, unless it holds trained weights already."""
+    if (run_dir / "model.safetensors").is_file():
+        print(f"{run_dir}: trained already, kept", flush=True)
+        return
+    command = [sys.executable, "-m", "nmt_cli", "train", "--preset", PRESET, "--data",
+               str(corpus), "--run", str(run_dir), "--max-time", f"{minutes}m"]
+    for setting in ("train.precision=bf16", *settings):
+        command += ["--set", setting]
+    with open(run_dir.with_suffix(".log"), "w") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+
+
+def measure(data: Path | None, minutes: float, out: Path, settings: list[str]) -> dict:
+    corpus = multi30k_dir(data)
+    train_links, val_links = eflomal_links(corpus, out / "eflomal")
+    sources, targets, gold = alignment.hand_aligned(data)
+    numbers = sorted(alignment.read_gold())
+    eflomal = [val_links[n - 1] for n in numbers]
+    runs = {"unguided": out / "unguided", "guided": out / "guided"}
+    for name, run_dir in runs.items():
+        extra = [f"data.alignments={train_links}"] if name == "guided" else []
+        train(corpus, run_dir, minutes, [*settings, *extra])
+    rates = [{"run": "eflomal, grow-diag-final-and", "layer": "-", "reading": "-",
+              **alignment.scores(eflomal, gold)}]
+    rates += alignment.alignment_error_rates(list(runs.values()), data)
+    tags = [markup.row("eflomal, grow-diag-final-and", sources, targets, gold,
+                       [sorted(links) for links in eflomal])]
+    tags += markup.placements(list(runs.values()), data)
+    quality = []
+    for name, run_dir in runs.items():
+        quality.append({"run": name, **score(run_dir, corpus, decodes=("beam5",))})
+        print(quality[-1], flush=True)
+    return {"alignment": rates, "markup": tags, "quality": quality}
+
+
+def markdown(result: dict) -> str:
+    quality = markdown_table(
+        ["run", "steps", "val BLEU (weights chosen)", "test BLEU beam 5", "chrF beam 5"],
+        [[r["run"], r["steps"],
+          f"{max(v for v in (r['best_val_bleu'], r['best_ema_val_bleu']) if v is not None)}"
+          f" ({r['weights']})", r["beam5"]["bleu"], r["beam5"]["chrf"]]
+         for r in result["quality"]])
+    return "\n\n".join((alignment.markdown(result["alignment"]), markup.markdown(result["markup"]),
+                        quality))
+
+
+def main() -> None:
+    parser = new_parser(__spec__.name, __doc__)
+    add_data_option(parser)
+    parser.add_argument("--minutes", type=float, default=15.0, help="each run's time (15)")
+    parser.add_argument("--out", type=Path, default=OUT / "guided")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of both runs (repeatable)")
+    parser.add_argument("--json", type=Path, help="also write the tables here")
+    args = parser.parse_args()
+    report_table(lambda: measure(args.data, args.minutes, args.out, args.settings), args.json,
+                 markdown)
+
+
+if __name__ == "__main__":
+    main()
