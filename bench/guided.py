@@ -114,7 +114,7 @@ def markdown(result: dict) -> str:
     quality = markdown_table(
         ["run", "steps", "val BLEU (weights chosen)", "test BLEU beam 5", "chrF beam 5"],
         [[r["run"], r["steps"],
-          f"{max(v for v in (r['best_val_bleu'], r['best_ema_val_bleu']) if v is not None)}"
+          f"{max(v for v in (r['best_val_bleu'], r['best_ema_val_bleu']) if v is not None):.2f}"
           f" ({r['weights']})", r["beam5"]["bleu"], r["beam5"]["chrf"]]
          for r in result["quality"]])
     return "\n\n".join((alignment.markdown(result["alignment"]), markup.markdown(result["markup"]),

@@ -727,3 +727,47 @@ def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k
     assert sorted(p.name for p in folder.iterdir()) == [
         "test_2016_flickr.de.gz", "test_2016_flickr.en.gz", "train.de", "train.en.gz",
         "val.de.gz", "val.en.gz"]
+
+
+def test_guided_bench_aligns_trains_both_runs_and_scores_them(multi30k_layout, tmp_path,
+                                                              monkeypatch):
+    """The aligner's two directions are joined and split into train's and val's links; the
+    guided run trains on train's, and both runs and the aligner are scored on the pairs given
+    as hand-aligned (a stand-in aligner links each word to the word at its place)."""
+    import bench.guided as guided
+    from bench import alignment, markup
+    from nmt_cli.data import read_lines
+
+    aligner = tmp_path / "aligner"
+    aligner.write_text(f"#!{sys.executable}\n" + """import sys
+src, tgt, forward, reverse = sys.argv[2:6]
+with open(src) as s, open(tgt) as t, open(forward, "w") as f, open(reverse, "w") as r:
+    for a, b in zip(s, t):
+        links = " ".join(f"{k}-{k}" for k in range(min(len(a.split()), len(b.split()))))
+        f.write(links + "\\n")
+        r.write(links + "\\n")
+""")
+    aligner.chmod(0o755)
+    monkeypatch.setattr(guided, "ensure_venv", lambda venv, install: aligner)
+    sources = read_lines(multi30k_layout / "val.en.gz")[:3]
+    targets = read_lines(multi30k_layout / "val.de.gz")[:3]
+    gold = [{(k, k) for k in range(min(len(s.split()), len(t.split())))}
+            for s, t in zip(sources, targets)]
+    monkeypatch.setattr(alignment, "hand_aligned", lambda data: (sources, targets, gold))
+    monkeypatch.setattr(markup, "hand_aligned", lambda data: (sources, targets, gold))
+    monkeypatch.setattr(alignment, "read_gold", lambda: {1: gold[0], 2: gold[1], 3: gold[2]})
+    tiny = ["model.d_model=32", "model.d_ff=64", "tokenizer.vocab_size=300",
+            "train.validate_every=100000"]
+    result = guided.measure(multi30k_layout, 0.05, tmp_path / "out", tiny)  # 3 s each
+    out = tmp_path / "out"
+    assert len((out / "eflomal" / "train.align").read_text().splitlines()) == 600
+    assert (out / "eflomal" / "val.align").read_text().splitlines()[0] == " ".join(
+        f"{k}-{k}" for k in range(min(len(sources[0].split()), len(targets[0].split()))))
+    configs = {name: json.loads((out / name / "config.json").read_text())["config"]
+               for name in ("unguided", "guided")}
+    assert configs["unguided"]["data"]["alignments"] == ""
+    assert configs["guided"]["data"]["alignments"] == str(out / "eflomal" / "train.align")
+    assert result["alignment"][0]["aer"] == 0.0  # the stand-in's links are the gold ones
+    assert [r["run"] for r in result["quality"]] == ["unguided", "guided"]
+    assert all(r["steps"] > 0 for r in result["quality"])
+    assert f"| guided | {result['quality'][1]['steps']} |" in guided.markdown(result)
