@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_reliability import interrupted, step_losses
 from typer.testing import CliRunner
 
 from nmt_cli import preset
@@ -21,7 +22,7 @@ from nmt_cli.guided_alignment import (
     read_alignments,
 )
 from nmt_cli.loss import teacher_forced_loss
-from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.training import Trainer, prepare_run_dir, resume
 
 from conftest import random_tokens, read_sample, tiny_model, write_corpus
 
@@ -222,3 +223,17 @@ def test_data_symmetrize_writes_a_file_train_reads(aligned_corpus, tmp_path):
                                       "-o", str(tmp_path / "none.align")])
     assert result.exit_code == 1 and f"{bad}:2: '1=1' is no link" in result.output
     assert not (tmp_path / "none.align").exists()
+
+
+def test_a_guided_run_resumes_exactly(aligned_corpus, tmp_path):
+    """The resumed run reads the alignments again from its config, and its losses, the
+    attention term's included, are those of the run that was not stopped."""
+    corpus, links = aligned_corpus
+    config = small(corpus, **{"data.alignments": str(links), "train.max_steps": 12})
+    whole = prepare_run_dir(tmp_path / "whole")
+    Trainer(config, whole, lambda event: None).run()
+    broken = prepare_run_dir(tmp_path / "broken")
+    interrupted(config, broken, 5)
+    resume(broken)
+    assert len(step_losses(whole)) == 12
+    assert step_losses(broken) == step_losses(whole)  # bitwise equal floats
