@@ -27,6 +27,7 @@ import sentencepiece as spm
 import torch
 
 from .data import pad, source_tensor
+from .guided_alignment import Link
 from .models import Seq2Seq, attention_by_layer
 from .special_tokens import SOS_ID, UNK_ID
 from .tokenizer import WORD_START, Tokenizer
@@ -35,8 +36,6 @@ UNKNOWN_SURFACE = " \u2047 "  # what SentencePiece decodes <unk> to
 # hypothesis_attention's bound on pairs x target x source positions read at once (about 100 MB
 # of weights for 4 heads and 3+3 layers)
 ATTENTION_CELLS = 2**20
-
-Link = tuple[int, int]  # (source word, target word)
 
 
 def source_positions(tokenizer: Tokenizer, line: str, src_ids: list[int]) -> list[int | None]:

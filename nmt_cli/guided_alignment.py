@@ -14,7 +14,8 @@ alignment.py reads (ALIGNMENT_LAYER), averaged over its heads, at the step that 
 
 Links are kept per word, and mapped to pieces batch by batch (`WordAlignments.targets`): a
 piece opening with SentencePiece's space mark starts a word. So they hold for any segmentation
-of the pair, each epoch's own under subword sampling.
+of the pair, each epoch's own under subword sampling. An aligner gives the links of each
+direction; `symmetrize` joins the two (`nmt data symmetrize`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def alignment_layer(num_layers: int) -> int:
     return num_layers + max(ALIGNMENT_LAYER, -num_layers)
 
 
-Link = tuple[int, int]  # (source word, target word)
+Link = tuple[int, int]  # (source word, target word), positions from 0
 # the links next to a link, diagonals too, that grow-diag-final-and may add
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
