@@ -21,21 +21,18 @@ teacher's translations to DIR/data/train.de.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from .common import (
     OUT,
-    ROOT,
     add_data_option,
     markdown_table,
     multi30k_dir,
     new_parser,
     report_table,
 )
-from .quality import chosen_weights, score
+from .quality import chosen_weights, score, train
 
 STUDENT = ("model.num_decoder_layers=1", "train.precision=bf16", "train.max_time=0")
 PRESET = "multi30k-transformer-20m"
@@ -70,16 +67,10 @@ def distilled_corpus(teacher: Path, corpus: Path, folder: Path) -> float:
 
 def train_student(corpus: Path, run_dir: Path, steps: int, settings: list[str]) -> float:
     """Train a student on `corpus` for `steps` steps; returns the wall-clock seconds."""
-    command = [sys.executable, "-m", "nmt_cli", "train", "--preset", PRESET, "--data",
-               str(corpus), "--run", str(run_dir), "--max-steps", str(steps)]
-    for setting in (*STUDENT, *settings):
-        command += ["--set", setting]
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    start = time.perf_counter()
-    with open(run_dir.with_suffix(".log"), "w") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    return time.perf_counter() - start
+    return train(PRESET, run_dir, None, corpus,
+                 settings=(*STUDENT, f"train.max_steps={steps}", *settings))
 
 
 def parameters(run_dir: Path) -> int:

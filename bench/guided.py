@@ -21,10 +21,9 @@ run with trained weights is kept, so a second call measures again without traini
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from . import alignment, markup
+from . import alignment, markup, quality
 from .common import (
     OUT,
     ROOT,
@@ -75,16 +74,12 @@ def eflomal_links(corpus: Path, folder: Path) -> tuple[Path, list[set[tuple[int,
 
 
 def train(corpus: Path, run_dir: Path, minutes: float, settings: list[str]) -> None:
-    """Train `run_dir` for `minutes`, unless it holds trained weights already."""
+    """Train `run_dir` for `minutes` (bench.quality's way), unless it holds trained weights
+    already."""
     if (run_dir / "model.safetensors").is_file():
         print(f"{run_dir}: trained already, kept", flush=True)
         return
-    command = [sys.executable, "-m", "nmt_cli", "train", "--preset", PRESET, "--data",
-               str(corpus), "--run", str(run_dir), "--max-time", f"{minutes}m"]
-    for setting in ("train.precision=bf16", *settings):
-        command += ["--set", setting]
-    with open(run_dir.with_suffix(".log"), "w") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    quality.train(PRESET, run_dir, f"{minutes}m", corpus, settings=tuple(settings))
 
 
 def measure(data: Path | None, minutes: float, out: Path, settings: list[str]) -> dict:
