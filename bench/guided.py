@@ -3,8 +3,10 @@ and the tags `--markup` puts back, more accurate, and at what cost in BLEU?
 
 eflomal (Östling and Tiedemann, 2016; in its own environment, bench/out/eflomal-venv) aligns the
 words of Multi30k's train and val pairs, English-German, both ways; the two directions are
-joined by grow-diag-final-and (Koehn et al., 2005). Two runs of the same preset then train for
-the same time, one without and one with `data.alignments` (the train lines' links). Measured
+joined by grow-diag-final-and (Koehn et al., 2005). Three runs of the same preset then train for
+the same time: without `data.alignments` (the train lines' links), with them taught to the
+aligning layer's heads averaged (the default), and taught to its first head alone
+(`model.alignment_heads` 1, as fairseq and Garg et al., 2019 teach them). Measured
 on the 30 hand-aligned val pairs (bench/alignment.en-de.tsv, whose lines eflomal aligns as
 part of val, without their links): the alignment error rate of eflomal's own links and of
 each run's attention, every decoder layer and reading (bench.alignment), and tags put back by
@@ -14,8 +16,9 @@ each run's alignment (bench.markup); then each run's test_2016_flickr BLEU and c
     python -m bench.guided [--data DIR] [--minutes 15] [--out DIR] [--set key=value ...]
                            [--json FILE]
 
-The runs go to DIR/unguided and DIR/guided (bench/out/guided by default); a folder that holds a
-run with trained weights is kept, so a second call measures again without training.
+The runs go to DIR/unguided, DIR/guided and DIR/guided-1-head (bench/out/guided by default); a
+folder that holds a run with trained weights is kept, so a second call measures again without
+training.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ from .quality import score
 EFLOMAL_VENV = OUT / "eflomal-venv"
 EFLOMAL_INSTALL = (["eflomal==2.0.0"],)
 PRESET = "multi30k-transformer-20m"
+# each run's folder, and its settings beside --set's ({links}: the train lines' links)
+RUNS = {"unguided": [],
+        "guided": ["data.alignments={links}"],
+        "guided-1-head": ["data.alignments={links}", "model.alignment_heads=1"]}
 
 
 def read_links(path: Path) -> list[set[tuple[int, int]]]:
@@ -88,9 +95,9 @@ def measure(data: Path | None, minutes: float, out: Path, settings: list[str]) -
     sources, targets, gold = alignment.hand_aligned(data)
     numbers = sorted(alignment.read_gold())
     eflomal = [val_links[n - 1] for n in numbers]
-    runs = {"unguided": out / "unguided", "guided": out / "guided"}
+    runs = {name: out / name for name in RUNS}
     for name, run_dir in runs.items():
-        extra = [f"data.alignments={train_links}"] if name == "guided" else []
+        extra = [setting.format(links=train_links) for setting in RUNS[name]]
         train(corpus, run_dir, minutes, [*settings, *extra])
     rates = [{"run": "eflomal, grow-diag-final-and", "layer": "-", "reading": "-",
               **alignment.scores(eflomal, gold)}]
@@ -122,7 +129,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=15.0, help="each run's time (15)")
     parser.add_argument("--out", type=Path, default=OUT / "guided")
     parser.add_argument("--set", dest="settings", action="append", default=[],
-                        metavar="KEY=VALUE", help="a setting of both runs (repeatable)")
+                        metavar="KEY=VALUE", help="a setting of every run (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the tables here")
     args = parser.parse_args()
     report_table(lambda: measure(args.data, args.minutes, args.out, args.settings), args.json,

@@ -27,7 +27,7 @@ import sentencepiece as spm
 import torch
 
 from .data import pad, source_tensor
-from .guided_alignment import Link
+from .guided_alignment import ALIGNMENT_LAYER, Link, aligning_attention
 from .models import Seq2Seq, attention_by_layer
 from .special_tokens import SOS_ID, UNK_ID
 from .tokenizer import WORD_START, Tokenizer
@@ -160,9 +160,10 @@ def hypothesis_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: l
     hypothesis's tokens), under teacher forcing from <sos> + its tokens: (tokens + 1,
     source tokens + 1) per pair, float32 on the CPU, a row per step that outputs a token
     (then <eos>) and a column per source token (then <eos>). The Transformer's is decoder
-    layer `layer`'s (counted from the top: -1 the last; ALIGNMENT_LAYER for alignments),
-    averaged over heads; the GRU has one. Up to `batch_size` pairs are read at a time,
-    padded (padding is masked, so it changes no weight), fewer when they are long."""
+    layer `layer`'s (counted from the top: -1 the last), averaged over its heads; with
+    ALIGNMENT_LAYER, the attention that aligns words (`aligning_attention`). The GRU has one
+    layer of one head. Up to `batch_size` pairs are read at a time, padded (padding is
+    masked, so it changes no weight), fewer when they are long."""
     return [read[0] for read in layers_attention(model, sources, hypotheses, device, (layer,),
                                                  batch_size)]
 
@@ -179,8 +180,9 @@ def layers_attention(model: Seq2Seq, sources: list[list[int]], hypotheses: list[
         src = source_tensor(chunk_sources).to(device)  # (pairs, src_len)
         tgt_in = pad([([SOS_ID] + h)[: model.max_positions] for h in chunk]).to(device)
         every = attention_by_layer(model, src, tgt_in)
-        means = [every[max(layer, -len(every))].mean(1).float().cpu()  # (pairs, tgt, src)
-                 for layer in layers]
+        means = [aligning_attention(every[max(layer, -len(every))],  # (pairs, tgt, src)
+                                    model.alignment_heads if layer == ALIGNMENT_LAYER else 0
+                                    ).float().cpu() for layer in layers]
         out += [[w[i, : len(h) + 1, : len(s) + 1] for w in means]
                 for i, (s, h) in enumerate(zip(chunk_sources, chunk))]
     return out

@@ -33,7 +33,7 @@ from .config import DecodeConfig, check_choice
 from .data import Batch
 from .devices import mixed_precision
 from .errors import UserError
-from .guided_alignment import alignment_layer
+from .guided_alignment import aligning_attention, alignment_layer
 from .models import Seq2Seq, Transformer, attention_by_layer
 from .pictures import draw_attention
 from .search import translate_ids
@@ -65,10 +65,12 @@ class AttentionMaps:
     num_layers: int
     num_heads: int
     maps: list[HeadMap]
-    # cross: what `nmt translate --alignment` reads, the mean of the heads of this layer (from
-    # 1): the [row, column] cells it links, at most one per source piece (alignment.piece_links),
-    # and the [source word, output word] links they make; None for the other kinds
+    # cross: what `nmt translate --alignment` reads, the mean of this layer's (from 1) first
+    # alignment_heads heads (0: all): the [row, column] cells it links, at most one per source
+    # piece (alignment.piece_links), and the [source word, output word] links they make; None
+    # for the other kinds
     alignment_layer: int | None = None
+    alignment_heads: int | None = None
     alignment_cells: list[list[int]] | None = None
     alignment: list[list[int]] | None = None
 
@@ -117,8 +119,9 @@ def collect_maps(run: Run, src_ids: list[int], out_ids: list[int], kind: str, la
         aligned = alignment_layer(num_layers)
         source_words = source_positions(run.tokenizer, line, src_ids)
         output_words = text_positions(run.tokenizer.tgt, out_ids)
-        weights = layers[aligned].mean(0)  # (rows, columns)
-        maps.alignment_layer = aligned + 1
+        heads = run.model.alignment_heads
+        weights = aligning_attention(layers[aligned], heads)  # (rows, columns)
+        maps.alignment_layer, maps.alignment_heads = aligned + 1, heads
         cells = piece_links(weights, source_words, output_words)
         maps.alignment_cells = [list(cell) for cell in cells]
         maps.alignment = [list(link) for link in word_links(cells, source_words, output_words)]

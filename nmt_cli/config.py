@@ -87,6 +87,9 @@ class ModelConfig:
     tgt_embeddings: str = ""  # ... and the target embeddings (the same file when joint)
     freeze_embeddings: bool = False  # keep such embeddings fixed (tied output layer too)
     max_positions: int = 1024  # longest sequence the positional encoding covers
+    # Transformer: how many heads of the aligning decoder layer's cross-attention (the first)
+    # word alignments read and guided alignment (data.alignments) teaches, averaged; 0: all
+    alignment_heads: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ class TrainConfig:
     # With data.alignments: the weight of the attention's cross-entropy against them in the
     # loss. fairseq and OpenNMT take 0.05 for one head; for the heads averaged, 0.5 had the
     # lowest alignment error rate and the best BLEU on Multi30k's validation set, against
-    # 0.05 and 2 (python -m bench.guided; bench/RESULTS.md)
+    # 0.05 and 2, and against one head (model.alignment_heads 1) taught at 0.05 or 0.5
+    # (python -m bench.guided; bench/RESULTS.md)
     alignment_weight: float = 0.5
     clip_norm: float = 1.0
     max_bad_steps: int = 20  # stop after this many NaN/inf steps in a row
@@ -264,6 +268,11 @@ class Config:
                 raise UserError("model.d_model must be an even multiple of model.num_heads")
             if self.data.max_len > self.model.max_positions:
                 raise UserError("data.max_len must not exceed model.max_positions")
+            if self.model.alignment_heads > self.model.num_heads:
+                raise UserError("model.alignment_heads must not exceed model.num_heads "
+                                f"({self.model.alignment_heads} > {self.model.num_heads})")
+        elif self.model.alignment_heads:
+            raise UserError("model.alignment_heads: the GRU's attention has one head; leave it 0")
         if self.train.attention_plots > MAX_ATTENTION_PLOTS:
             raise UserError(f"train.attention_plots must be at most {MAX_ATTENTION_PLOTS} "
                             f"(got {self.train.attention_plots}): each picture takes time "
@@ -303,7 +312,7 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
                 "train.keep_last", "train.adam_eps", "train.plateau_patience",
-                "train.attention_plots", "train.alignment_weight")
+                "train.attention_plots", "train.alignment_weight", "model.alignment_heads")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
                  "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
 # Sizes of tensors and of the tokenizer: at most MAX_INT (a run's config.json or a TOML file

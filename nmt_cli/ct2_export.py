@@ -120,9 +120,10 @@ class RunConverter(Converter):
         spec = transformer_spec.TransformerSpec.from_config(
             (config.num_encoder_layers, config.num_decoder_layers), config.num_heads,
             pre_norm=config.norm_first, activation=common_spec.Activation.RELU,
-            # the attention CTranslate2 returns: this layer's, averaged over every head
+            # the attention CTranslate2 returns: this layer's first heads averaged, as
+            # guided_alignment.aligning_attention reads them (0 there: every head)
             alignment_layer=alignment_layer(config.num_decoder_layers),
-            alignment_heads=config.num_heads)
+            alignment_heads=config.alignment_heads or config.num_heads)
         set_encoder(spec.encoder, model)
         set_decoder(spec.decoder, model)
         piece = tokenizer.tgt.id_to_piece  # <unk>, <sos>, <eos>: nmt's own names

@@ -9,8 +9,9 @@ its word is linked to; the loss adds
 
     weight * sum over such t of  -sum_s G_ts log A_ts
 
-to the output's cross-entropy, where A is the cross-attention of the decoder layer that
-alignment.py reads (ALIGNMENT_LAYER), averaged over its heads, at the step that outputs t.
+to the output's cross-entropy, where A is the cross-attention that alignment.py reads
+(`aligning_attention`: the decoder layer ALIGNMENT_LAYER's, averaged over its first
+model.alignment_heads heads, or all of them), at the step that outputs t.
 
 Links are kept per word, and mapped to pieces batch by batch (`WordAlignments.targets`): a
 piece opening with SentencePiece's space mark starts a word. So they hold for any segmentation
@@ -43,6 +44,14 @@ def alignment_layer(num_layers: int) -> int:
     """The index, from 0, of the decoder layer whose attention aligns (ALIGNMENT_LAYER, or
     the only one)."""
     return num_layers + max(ALIGNMENT_LAYER, -num_layers)
+
+
+def aligning_attention(weights: torch.Tensor, heads: int) -> torch.Tensor:
+    """The attention that aligns words, from the aligning layer's weights (..., heads, rows,
+    columns): its first `heads` heads averaged (model.alignment_heads), all where it is 0.
+    Teaching one head leaves the others free to attend as translation needs (Garg et al.,
+    2019; fairseq's --alignment-heads, OpenNMT's alignment_heads)."""
+    return weights[..., : heads or None, :, :].mean(-3)
 
 
 Link = tuple[int, int]  # (source word, target word), positions from 0

@@ -91,9 +91,10 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     columns = max(30, int(width * DPI / 8))
     translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
     title = textwrap.fill(f"“{translation}”", columns)
+    heads = maps.get("alignment_heads") or 0  # 0: every head (and so in maps made before)
+    read = {0: "heads averaged", 1: "head 1"}.get(heads, f"heads 1-{heads} averaged")
     aligned = ("" if not maps.get("alignment_cells") else "\n" + textwrap.fill(
-        f"red squares: word alignment (layer {maps['alignment_layer']}, heads averaged)",
-        columns))
+        f"red squares: word alignment (layer {maps['alignment_layer']}, {read})", columns))
     figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}{aligned}",
                     fontsize=10)
     return save(figure, path)

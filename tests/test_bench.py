@@ -729,10 +729,10 @@ def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k
         "val.de.gz", "val.en.gz"]
 
 
-def test_guided_bench_aligns_trains_both_runs_and_scores_them(multi30k_layout, tmp_path,
-                                                              monkeypatch):
+def test_guided_bench_aligns_trains_the_runs_and_scores_them(multi30k_layout, tmp_path,
+                                                             monkeypatch):
     """The aligner's two directions are joined and split into train's and val's links; the
-    guided run trains on train's, and both runs and the aligner are scored on the pairs given
+    guided runs train on train's, and the runs and the aligner are scored on the pairs given
     as hand-aligned (a stand-in aligner links each word to the word at its place)."""
     import bench.guided as guided
     from bench import alignment, markup
@@ -763,11 +763,14 @@ with open(src) as s, open(tgt) as t, open(forward, "w") as f, open(reverse, "w")
     assert len((out / "eflomal" / "train.align").read_text().splitlines()) == 600
     assert (out / "eflomal" / "val.align").read_text().splitlines()[0] == " ".join(
         f"{k}-{k}" for k in range(min(len(sources[0].split()), len(targets[0].split()))))
+    names = ["unguided", "guided", "guided-1-head"]
     configs = {name: json.loads((out / name / "config.json").read_text())["config"]
-               for name in ("unguided", "guided")}
+               for name in names}
     assert configs["unguided"]["data"]["alignments"] == ""
-    assert configs["guided"]["data"]["alignments"] == str(out / "eflomal" / "train.align")
+    for name in names[1:]:
+        assert configs[name]["data"]["alignments"] == str(out / "eflomal" / "train.align")
+    assert [configs[name]["model"]["alignment_heads"] for name in names] == [0, 0, 1]
     assert result["alignment"][0]["aer"] == 0.0  # the stand-in's links are the gold ones
-    assert [r["run"] for r in result["quality"]] == ["unguided", "guided"]
+    assert [r["run"] for r in result["quality"]] == names
     assert all(r["steps"] > 0 for r in result["quality"])
     assert f"| guided | {result['quality'][1]['steps']} |" in guided.markdown(result)

@@ -28,8 +28,12 @@ TINY = {"model.d_model": 32, "model.d_ff": 64, "model.num_heads": 4, "model.drop
         "model.num_encoder_layers": 2, "model.num_decoder_layers": 1,
         "tokenizer.vocab_size": 300, "train.batch_tokens": 1024, "train.lr": 3e-3,
         "train.warmup_steps": 30, "train.max_steps": 120, "train.validate_every": 120}
-VARIANTS = {  # pre/post-norm, output layer tied or not, one vocabulary or two, 1-2 decoder layers
-    "prenorm-tied-joint-2-layers": {"model.norm_first": True, "model.num_decoder_layers": 2},
+# pre/post-norm, output layer tied or not, one vocabulary or two, 1-2 decoder layers, word
+# alignments read from every head of the aligning layer or from its first
+VARIANTS = {
+    "prenorm-tied-joint-2-layers-1-aligning-head": {"model.norm_first": True,
+                                                    "model.num_decoder_layers": 2,
+                                                    "model.alignment_heads": 1},
     "postnorm-untied": {"model.norm_first": False, "model.tie_embeddings": False},
     "prenorm-tied-separate-vocab": {"tokenizer.joint": False,
                                               "tokenizer.model_type": "bpe"},
@@ -121,7 +125,8 @@ def test_ctranslate2_follows_target_prefixes_as_nmt_does(exported, config):
 
 
 def test_ctranslate2_gives_nmts_word_alignments(exported, tmp_path):
-    """The export's attention is the layer nmt aligns with, averaged over every head."""
+    """The export's attention is the one nmt aligns with: the aligning layer's, averaged over
+    every head or the first (model.alignment_heads)."""
     nmt, ct2 = exported
     config = DecodeConfig(beam=3)
     ours = nmt.translate_nbest(TEST, config, 3, alignment=True)

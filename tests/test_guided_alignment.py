@@ -9,12 +9,15 @@ from test_reliability import interrupted, step_losses
 from typer.testing import CliRunner
 
 from nmt_cli import preset
+from nmt_cli.alignment import hypothesis_attention
 from nmt_cli.cli import app
 from nmt_cli.config import apply_overrides
 from nmt_cli.data import Batch, make_batch
 from nmt_cli.errors import UserError
 from nmt_cli.guided_alignment import (
+    ALIGNMENT_LAYER,
     WordAlignments,
+    aligning_attention,
     alignment_layer,
     grow_diag_final_and,
     guided_alignment_loss,
@@ -22,6 +25,7 @@ from nmt_cli.guided_alignment import (
     read_alignments,
 )
 from nmt_cli.loss import teacher_forced_loss
+from nmt_cli.special_tokens import EOS_ID, SOS_ID
 from nmt_cli.training import Trainer, prepare_run_dir, resume
 
 from conftest import random_tokens, read_sample, tiny_model, write_corpus
@@ -58,8 +62,18 @@ def test_the_loss_is_the_cross_entropy_of_the_attention_rows_with_links():
     assert torch.isfinite(attention.grad).all()  # the zero weight of the <eos> column too
 
 
-def test_the_training_loss_adds_the_aligning_layers_averaged_attention_loss():
-    model = tiny_model()  # two decoder layers: the first aligns
+def test_the_aligning_attention_averages_the_first_heads_or_all():
+    weights = torch.rand(2, 4, 3, 5)  # (batch, heads, rows, columns)
+    assert torch.equal(aligning_attention(weights, 0), weights.mean(1))
+    assert torch.equal(aligning_attention(weights, 1), weights[:, 0])
+    assert torch.allclose(aligning_attention(weights, 3), (weights[:, 0] + weights[:, 1]
+                                                           + weights[:, 2]) / 3)
+    assert torch.equal(aligning_attention(weights[0], 2), weights[0, :2].mean(0))  # one pair
+
+
+@pytest.mark.parametrize("heads", [0, 1])
+def test_the_training_loss_adds_the_aligning_attentions_loss(heads):
+    model = tiny_model(alignment_heads=heads)  # two decoder layers: the first aligns
     src, tgt = random_tokens(3, 7, seed=1), random_tokens(3, 6, seed=2)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
     gold = torch.zeros(3, 5, 7)
@@ -69,12 +83,29 @@ def test_the_training_loss_adds_the_aligning_layers_averaged_attention_loss():
                                  alignment_weight=0.5)
     layer = alignment_layer(len(model.decoder_layers))
     assert layer == 0
-    attention = model.cross_attention_weights(src, tgt_in)[layer].mean(1)
+    weights = model.cross_attention_weights(src, tgt_in)
+    attention = weights[layer][:, 0] if heads == 1 else weights[layer].mean(1)
     expected = plain + 0.5 * guided_alignment_loss(attention, gold)
     assert guided.item() == pytest.approx(expected.item(), rel=1e-5)
-    other = model.cross_attention_weights(src, tgt_in)[1].mean(1)
-    assert guided_alignment_loss(other, gold).item() != pytest.approx(
-        guided_alignment_loss(attention, gold).item(), rel=1e-3)
+    for other in (weights[1].mean(1), weights[layer][:, 1], weights[layer].mean(1)):
+        if other is not attention and not torch.equal(other, attention):
+            assert guided_alignment_loss(other, gold).item() != pytest.approx(
+                guided_alignment_loss(attention, gold).item(), rel=1e-3)
+
+
+def test_alignments_read_the_aligning_heads_and_attention_every_head():
+    model = tiny_model(alignment_heads=1)
+    sources, hypotheses = (random_tokens(2, n, seed=n).tolist() for n in (6, 4))
+    src = torch.tensor([s + [EOS_ID] for s in sources])
+    tgt_in = torch.tensor([[SOS_ID] + h for h in hypotheses])
+    weights = model.cross_attention_weights(src, tgt_in)
+    aligning = hypothesis_attention(model, sources, hypotheses, torch.device("cpu"),
+                                    ALIGNMENT_LAYER)
+    last = hypothesis_attention(model, sources, hypotheses, torch.device("cpu"), -1)
+    for i in range(2):
+        assert torch.allclose(aligning[i], weights[0][i, 0], atol=1e-6)
+        assert torch.allclose(last[i], weights[1][i].mean(0), atol=1e-6)
+        assert not torch.allclose(aligning[i], weights[0][i].mean(0), atol=1e-3)
 
 
 def write_links(path: Path, lines: list[str]) -> Path:
@@ -126,21 +157,25 @@ def small(corpus: Path, **settings):
         "train.validate_every": 1000, **settings})
 
 
-def attention_loss(trainer: Trainer, batch: Batch) -> float:
-    """The aligning layer's loss per target piece with links, on `batch`."""
+def attention_loss(trainer: Trainer, batch: Batch, head: int | None = None) -> float:
+    """The aligning layer's loss per target piece with links, on `batch`: of its heads
+    averaged, or of one `head`."""
     model = trainer.model.eval()
     with torch.no_grad():
-        layer = alignment_layer(len(model.decoder_layers))
-        attention = model.cross_attention_weights(batch.src, batch.tgt_in)[layer].mean(1)
+        weights = model.cross_attention_weights(batch.src, batch.tgt_in)
+        weights = weights[alignment_layer(len(model.decoder_layers))]
+        attention = weights.mean(1) if head is None else weights[:, head]
         return (guided_alignment_loss(attention, batch.alignment)
                 / batch.alignment.sum().item())
 
 
-def test_guided_training_teaches_the_aligning_layer_the_links(aligned_corpus, tmp_path):
+@pytest.mark.parametrize("heads", [0, 1])
+def test_guided_training_teaches_the_aligning_heads_the_links(aligned_corpus, tmp_path, heads):
     corpus, links = aligned_corpus
     trainers = {}
     for name, extra in (("plain", {}), ("guided", {"data.alignments": str(links),
-                                                   "train.alignment_weight": 1.0})):
+                                                   "train.alignment_weight": 1.0,
+                                                   "model.alignment_heads": heads})):
         trainer = Trainer(small(corpus, **extra), prepare_run_dir(tmp_path / name),
                           lambda event: None)
         trainer.run()
@@ -150,9 +185,12 @@ def test_guided_training_teaches_the_aligning_layer_the_links(aligned_corpus, tm
     batch = make_batch(data, np.arange(40))
     rows = batch.alignment.sum(-1)
     assert ((rows == 0) | torch.isclose(rows, torch.ones(()))).all() and rows.sum() > 100
-    plain, guided = attention_loss(trainers["plain"], batch), attention_loss(trainers["guided"],
-                                                                             batch)
+    taught = None if heads == 0 else 0
+    plain, guided = (attention_loss(trainers[name], batch, taught) for name in ("plain", "guided"))
     assert guided < 0.6 * plain, (plain, guided)
+    if heads == 1:  # the other head was left to attend as it would
+        untaught = attention_loss(trainers["guided"], batch, 1)
+        assert untaught > 1.5 * guided, (guided, untaught)
 
 
 def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp_path):
@@ -177,6 +215,11 @@ def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp
     ({"model.arch": "gru"}, r"data.alignments: guided alignment teaches a Transformer's "
                             r"cross-attention; model.arch is gru"),
     ({"data.tgt_lang": "de,fr"}, r"data.alignments: one file aligns one language pair"),
+    ({"model.alignment_heads": 5}, r"model.alignment_heads must not exceed model.num_heads "
+                                   r"\(5 > 4\)"),
+    ({"model.alignment_heads": -1}, r"model.alignment_heads must not be negative \(got -1\)"),
+    ({"model.arch": "gru", "data.alignments": "", "model.alignment_heads": 1},
+     r"model.alignment_heads: the GRU's attention has one head; leave it 0"),
 ])
 def test_guided_alignment_refuses_what_it_cannot_teach(settings, message):
     with pytest.raises(UserError, match=message):

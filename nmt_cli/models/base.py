@@ -48,6 +48,7 @@ class Seq2Seq(nn.Module):
 
     max_positions: int = 1_000_000  # longest source or target sequence, special tokens included
     length_multiple: int = 1  # training batches pad source and target lengths to multiples of it
+    alignment_heads: int = 0  # the aligning layer's heads that word alignments read (0: all)
     output_proj: nn.Linear  # the softmax layer: features (..., d) -> logits (..., vocab)
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:

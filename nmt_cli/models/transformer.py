@@ -30,6 +30,7 @@ from ..attention import MultiHeadAttention, RealPositions, padding_mask
 from ..config import ModelConfig
 from ..devices import in_row_blocks, linear, matmul_input
 from ..dropout import Dropout, add_dropout, relu_dropout
+from ..guided_alignment import aligning_attention
 from .base import DecoderState, Seq2Seq, pick_rows
 
 
@@ -244,6 +245,7 @@ class Transformer(Seq2Seq):
         d = config.d_model
         self.d_model = d
         self.max_positions = config.max_positions  # positions the encoding covers
+        self.alignment_heads = config.alignment_heads
         self.tgt_embedding = nn.Embedding(tgt_vocab, d)
         share = config.tie_embeddings and joint_vocab
         self.src_embedding = self.tgt_embedding if share else nn.Embedding(src_vocab, d)
@@ -310,11 +312,11 @@ class Transformer(Seq2Seq):
 
     def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor, layer: int
                                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher-forced features, and decoder layer `layer`'s cross-attention weights
-        averaged over its heads (batch, tgt_len, src_len): what guided alignment teaches."""
+        """Teacher-forced features, and the aligning attention (`aligning_attention`) of
+        decoder layer `layer` (batch, tgt_len, src_len): what guided alignment teaches."""
         features, weights = self.decode(tgt_in, self.encode(src), padding_mask(src),
                                         cross_weights_of=layer)
-        return features, weights[layer][1].mean(1)
+        return features, aligning_attention(weights[layer][1], self.alignment_heads)
 
     def cross_attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> list:
         """Per decoder layer, encoder-decoder attention weights (batch, heads, tgt, src)."""
