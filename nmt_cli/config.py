@@ -285,9 +285,9 @@ class Config:
             raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
         if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
             raise UserError("train.teacher_forcing_ratio below 1 needs model.arch gru")
-        if self.data.alignments and self.model.arch != "transformer":
-            raise UserError("data.alignments: guided alignment teaches a Transformer's "
-                            f"cross-attention; model.arch is {self.model.arch}")
+        if self.data.alignments and self.model.arch == "gru" and self.model.attention == "none":
+            raise UserError("data.alignments: guided alignment teaches attention, and this GRU "
+                            "has none (model.attention = none)")
         if self.data.alignments and "," in self.data.tgt_lang:
             raise UserError("data.alignments: one file aligns one language pair; data.tgt_lang "
                             f"is {self.data.tgt_lang}")

@@ -9,9 +9,10 @@ its word is linked to; the loss adds
 
     weight * sum over such t of  -sum_s G_ts log A_ts
 
-to the output's cross-entropy, where A is the cross-attention that alignment.py reads
-(`aligning_attention`: the decoder layer ALIGNMENT_LAYER's, averaged over its first
-model.alignment_heads heads, or all of them), at the step that outputs t.
+to the output's cross-entropy, where A is the cross-attention that alignment.py reads, at the
+step that outputs t: the Transformer's (`aligning_attention`: the decoder layer
+ALIGNMENT_LAYER's, averaged over its first model.alignment_heads heads, or all of them), or
+the GRU's one attention (Bahdanau's or Luong's; Liu et al., 2016 taught the first so).
 
 Links are kept per word, and mapped to pieces batch by batch (`WordAlignments.targets`): a
 piece opening with SentencePiece's space mark starts a word. So they hold for any segmentation

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .devices import matmul_dtype, pads_rows, times_transposed
-from .guided_alignment import alignment_layer, guided_alignment_loss
+from .guided_alignment import guided_alignment_loss
 from .special_tokens import PAD_ID
 
 # Logits per slice on a CPU: 4M floats, 16 MB in float32, within a server CPU's L3 cache.
@@ -159,8 +159,7 @@ def teacher_forced_loss(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tenso
     if alignment is None:
         features = model.features(src, tgt_in, teacher_forcing_ratio)
     else:
-        layer = alignment_layer(len(model.decoder_layers))
-        features, attention = model.features_and_attention(src, tgt_in, layer)
+        features, attention = model.features_and_attention(src, tgt_in, teacher_forcing_ratio)
     loss = output_cross_entropy(features, model.output_proj.weight, tgt_out, label_smoothing,
                                 positions)
     if alignment is None:

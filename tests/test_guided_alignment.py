@@ -25,6 +25,7 @@ from nmt_cli.guided_alignment import (
     read_alignments,
 )
 from nmt_cli.loss import teacher_forced_loss
+from nmt_cli.models import attention_by_layer
 from nmt_cli.special_tokens import EOS_ID, SOS_ID
 from nmt_cli.training import Trainer, prepare_run_dir, resume
 
@@ -93,6 +94,23 @@ def test_the_training_loss_adds_the_aligning_attentions_loss(heads):
                 guided_alignment_loss(attention, gold).item(), rel=1e-3)
 
 
+@pytest.mark.parametrize("score", ["additive", "general"])  # Bahdanau's and Luong's
+def test_the_grus_training_loss_adds_its_attentions_loss(score):
+    model = tiny_model("gru", attention=score)
+    src, tgt = random_tokens(3, 7, seed=1), random_tokens(3, 6, seed=2)
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    gold = torch.zeros(3, 5, 7)
+    gold[:, torch.arange(5), torch.arange(5) + 1] = 1.0
+    plain = teacher_forced_loss(model, src, tgt_in, tgt_out)
+    guided = teacher_forced_loss(model, src, tgt_in, tgt_out, alignment=gold,
+                                 alignment_weight=0.5)
+    attention = model.attention_weights(src, tgt_in)  # what --alignment reads
+    assert attention.shape == gold.shape
+    expected = plain + 0.5 * guided_alignment_loss(attention, gold)
+    assert guided.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert guided.item() > plain.item() + 1.0
+
+
 def test_alignments_read_the_aligning_heads_and_attention_every_head():
     model = tiny_model(alignment_heads=1)
     sources, hypotheses = (random_tokens(2, n, seed=n).tolist() for n in (6, 4))
@@ -159,23 +177,27 @@ def small(corpus: Path, **settings):
 
 def attention_loss(trainer: Trainer, batch: Batch, head: int | None = None) -> float:
     """The aligning layer's loss per target piece with links, on `batch`: of its heads
-    averaged, or of one `head`."""
+    averaged, or of one `head` (the GRU's one attention: one layer of one head)."""
     model = trainer.model.eval()
     with torch.no_grad():
-        weights = model.cross_attention_weights(batch.src, batch.tgt_in)
-        weights = weights[alignment_layer(len(model.decoder_layers))]
+        layers = attention_by_layer(model, batch.src, batch.tgt_in)
+        weights = layers[alignment_layer(len(layers))]
         attention = weights.mean(1) if head is None else weights[:, head]
         return (guided_alignment_loss(attention, batch.alignment)
                 / batch.alignment.sum().item())
 
 
-@pytest.mark.parametrize("heads", [0, 1])
-def test_guided_training_teaches_the_aligning_heads_the_links(aligned_corpus, tmp_path, heads):
+@pytest.mark.parametrize(("arch", "heads"), [("transformer", 0), ("transformer", 1),
+                                             ("gru", 0)])
+def test_guided_training_teaches_the_aligning_heads_the_links(aligned_corpus, tmp_path, arch,
+                                                              heads):
     corpus, links = aligned_corpus
+    model = {"model.arch": arch, **({"train.lr": 3e-3} if arch == "gru" else {})}  # (slower)
     trainers = {}
-    for name, extra in (("plain", {}), ("guided", {"data.alignments": str(links),
-                                                   "train.alignment_weight": 1.0,
-                                                   "model.alignment_heads": heads})):
+    for name, extra in (("plain", model),
+                        ("guided", {**model, "data.alignments": str(links),
+                                    "train.alignment_weight": 1.0,
+                                    "model.alignment_heads": heads})):
         trainer = Trainer(small(corpus, **extra), prepare_run_dir(tmp_path / name),
                           lambda event: None)
         trainer.run()
@@ -212,8 +234,8 @@ def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({"model.arch": "gru"}, r"data.alignments: guided alignment teaches a Transformer's "
-                            r"cross-attention; model.arch is gru"),
+    ({"model.arch": "gru", "model.attention": "none"},
+     r"data.alignments: guided alignment teaches attention, and this GRU has none"),
     ({"data.tgt_lang": "de,fr"}, r"data.alignments: one file aligns one language pair"),
     ({"model.alignment_heads": 5}, r"model.alignment_heads must not exceed model.num_heads "
                                    r"\(5 > 4\)"),

@@ -70,6 +70,13 @@ class Seq2Seq(nn.Module):
         With a ratio below 1, a model that supports it feeds back its own predictions."""
         raise NotImplementedError
 
+    def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                               teacher_forcing_ratio: float = 1.0
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`features`, and the attention that aligns words (batch, tgt_len, src_len): what
+        guided alignment teaches (guided_alignment.py)."""
+        raise NotImplementedError
+
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
                 teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
         """Logits of every target position: (batch, tgt_len, vocab)."""

@@ -115,10 +115,17 @@ class GRUSeq2Seq(Seq2Seq):
 
     def features(self, src: torch.Tensor, tgt_in: torch.Tensor,
                  teacher_forcing_ratio: float = 1.0) -> torch.Tensor:
+        return self.features_and_attention(src, tgt_in, teacher_forcing_ratio)[0]
+
+    def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                               teacher_forcing_ratio: float = 1.0
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (batch, tgt_len, d) and the attention weights of each step over the
+        source (batch, tgt_len, src_len), the GRU's one attention: what it aligns with."""
         state = self.start(src)
         if not self.feeds_context and teacher_forcing_ratio >= 1.0:
             return self.features_parallel(tgt_in, state)
-        features, tokens = [], tgt_in[:, 0]
+        features, weights, tokens = [], [], tgt_in[:, 0]
         for t in range(tgt_in.size(1)):
             if t > 0 and teacher_forcing_ratio < 1.0:  # feed back the model's own guess
                 use_reference = torch.rand(tgt_in.size(0), device=tgt_in.device)
@@ -128,21 +135,20 @@ class GRUSeq2Seq(Seq2Seq):
                 tokens = tgt_in[:, t]
             step, state = self.step_features(tokens, state)
             features.append(step)
-        return torch.stack(features, dim=1)  # (batch, tgt_len, d)
+            weights.append(state.weights)
+        return torch.stack(features, dim=1), torch.cat(weights, dim=1)
 
-    def features_parallel(self, tgt_in: torch.Tensor, state: GRUState) -> torch.Tensor:
-        """Luong attention under teacher forcing: the GRU runs over all positions at once."""
+    def features_parallel(self, tgt_in: torch.Tensor, state: GRUState
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Luong attention under teacher forcing: the GRU runs over all positions at once.
+        Features and attention weights, as features_and_attention gives them."""
         embedded = self.dropout(self.tgt_embedding(tgt_in))  # (batch, tgt_len, d)
         hiddens, _ = run_gru(self.decoder_rnn, embedded,
                              state.hidden.unsqueeze(0))  # (batch, tgt_len, d)
         scores = self.score(hiddens, state.keys)  # (batch, tgt_len, src_len)
-        context, _ = attend_with_scores(scores, state.memory, state.src_mask)
-        return self.mix_context(hiddens, context)
+        context, weights = attend_with_scores(scores, state.memory, state.src_mask)
+        return self.mix_context(hiddens, context), weights
 
     def attention_weights(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Attention weights of every target step over the source: (batch, tgt_len, src_len)."""
-        state, weights = self.start(src), []
-        for t in range(tgt_in.size(1)):
-            _, state = self.step_features(tgt_in[:, t], state)
-            weights.append(state.weights)
-        return torch.cat(weights, dim=1)
+        return self.features_and_attention(src, tgt_in)[1]

@@ -30,7 +30,7 @@ from ..attention import MultiHeadAttention, RealPositions, padding_mask
 from ..config import ModelConfig
 from ..devices import in_row_blocks, linear, matmul_input
 from ..dropout import Dropout, add_dropout, relu_dropout
-from ..guided_alignment import aligning_attention
+from ..guided_alignment import aligning_attention, alignment_layer
 from .base import DecoderState, Seq2Seq, pick_rows
 
 
@@ -310,10 +310,13 @@ class Transformer(Seq2Seq):
         """Teacher forcing only: every position reads the reference prefix (ratio 1)."""
         return self.decode(tgt_in, self.encode(src), padding_mask(src))[0]
 
-    def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor, layer: int
+    def features_and_attention(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                               teacher_forcing_ratio: float = 1.0
                                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher-forced features, and the aligning attention (`aligning_attention`) of
-        decoder layer `layer` (batch, tgt_len, src_len): what guided alignment teaches."""
+        """Teacher-forced features, and the aligning attention (`aligning_attention`) of the
+        aligning decoder layer (batch, tgt_len, src_len): what guided alignment teaches. Only
+        that layer writes its weights out."""
+        layer = alignment_layer(len(self.decoder_layers))
         features, weights = self.decode(tgt_in, self.encode(src), padding_mask(src),
                                         cross_weights_of=layer)
         return features, aligning_attention(weights[layer][1], self.alignment_heads)
