@@ -28,7 +28,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from . import alignment, markup, quality
+from . import alignment, markup
 from .common import (
     OUT,
     ROOT,
@@ -39,7 +39,7 @@ from .common import (
     new_parser,
     report_table,
 )
-from .quality import score
+from .quality import score, train
 
 EFLOMAL_VENV = OUT / "eflomal-venv"
 EFLOMAL_INSTALL = (["eflomal==2.0.0"],)
@@ -83,13 +83,14 @@ def eflomal_links(corpus: Path, folder: Path) -> tuple[Path, list[set[tuple[int,
     return train_file, read_links(val_file)
 
 
-def train(preset: str, corpus: Path, run_dir: Path, minutes: float, settings: list[str]) -> None:
+def train_once(preset: str, corpus: Path, run_dir: Path, minutes: float,
+               settings: list[str]) -> None:
     """Train `run_dir` for `minutes` (bench.quality's way), unless it holds trained weights
     already."""
     if (run_dir / "model.safetensors").is_file():
         print(f"{run_dir}: trained already, kept", flush=True)
         return
-    quality.train(preset, run_dir, f"{minutes}m", corpus, settings=tuple(settings))
+    train(preset, run_dir, f"{minutes}m", corpus, settings=tuple(settings))
 
 
 def measure(data: Path | None, minutes: float, out: Path, settings: list[str],
@@ -105,7 +106,7 @@ def measure(data: Path | None, minutes: float, out: Path, settings: list[str],
     runs = {name: out / name for name in RUNS if not (gru and name in ONE_HEAD)}
     for name, run_dir in runs.items():
         extra = [setting.format(links=train_links) for setting in RUNS[name]]
-        train(preset, corpus, run_dir, minutes, [*settings, *extra])
+        train_once(preset, corpus, run_dir, minutes, [*settings, *extra])
     rates = [{"run": "eflomal, grow-diag-final-and", "layer": "-", "reading": "-",
               **alignment.scores(eflomal, gold)}]
     rates += alignment.alignment_error_rates(list(runs.values()), data)
