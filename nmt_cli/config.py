@@ -47,9 +47,10 @@ class DataConfig:
     # dropped, as misaligned (Moses' clean-corpus-n drops over 9; 1.5-3 is common); 0: off
     max_len_ratio: float = 0.0
     # Word alignments of the training pairs, one line a pair, as fast_align and eflomal write
-    # them ("0-0 1-2": 0-based source-target positions of words split at whitespace). Given,
-    # training teaches the Transformer's aligning layer of cross-attention to follow them
-    # (guided alignment, guided_alignment.py), for `--alignment` and `--markup`. "": none
+    # them ("0-0 1-2": 0-based source-target positions of words split at whitespace); with
+    # several target languages, a file for each, in tgt_lang's order, separated by commas.
+    # Given, training teaches the aligning attention to follow them (guided alignment,
+    # guided_alignment.py), for `--alignment` and `--markup`. "": none
     alignments: str = ""
 
 
@@ -288,9 +289,13 @@ class Config:
         if self.data.alignments and self.model.arch == "gru" and self.model.attention == "none":
             raise UserError("data.alignments: guided alignment teaches attention, and this GRU "
                             "has none (model.attention = none)")
-        if self.data.alignments and "," in self.data.tgt_lang:
-            raise UserError("data.alignments: one file aligns one language pair; data.tgt_lang "
-                            f"is {self.data.tgt_lang}")
+        files, languages = (len(self.data.alignments.split(",")),
+                            self.data.tgt_lang.split(","))
+        if self.data.alignments and files != len(languages):
+            raise UserError(f"data.alignments: {files} file{'s' * (files != 1)} for "
+                            f"{len(languages)} target language{'s' * (len(languages) != 1)} "
+                            f"({', '.join(languages)}); give one for each, in data.tgt_lang's "
+                            "order, separated by commas")
         if self.train.schedule == "linear" and not any(self.get(key) for key in LIMITS):
             raise UserError("train.schedule linear decays to 0 at a limit: set train.max_steps, "
                             "train.max_time or train.epochs")
@@ -520,10 +525,12 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
             config = apply_overrides(config, load_toml(config_file))
     config = apply_overrides(config, command_line_overrides(settings, options))
     for key, path in (("data.data_dir", config.data.data_dir),
-                      ("data.alignments", config.data.alignments),
                       ("train.finetune_from", config.train.finetune_from)):
         if path:
             config = apply_overrides(config, {key: str(Path(path).resolve())})
+    if config.data.alignments:  # a file for each target language
+        config = apply_overrides(config, {"data.alignments": ",".join(
+            str(Path(path).resolve()) for path in config.data.alignments.split(","))})
     return config
 
 

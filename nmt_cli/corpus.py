@@ -34,7 +34,7 @@ from .data import (
 )
 from .distributed import World
 from .errors import UserError
-from .guided_alignment import kept_alignments, read_alignments
+from .guided_alignment import alignment_files, kept_alignments, read_alignments
 from .languages import check_tags, language_tags, rows_by_language
 from .tokenizer import Tokenizer, copy_tokenizer
 
@@ -107,7 +107,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
     # read before the tokenizer trains: a bad file stops the run at once
-    links = (read_alignments(Path(data.alignments), train_text.src, train_text.tgt)
+    links = (read_alignments(alignment_files(data.alignments), train_text)
              if data.alignments else None)
     if is_prepared and new_run:  # a resumed run's config.json says it already
         config, changed = prepared.with_its_settings(folder, config)

@@ -111,6 +111,8 @@ def read_lines(path: Path) -> list[str]:
 class ParallelText:
     src: list[str]
     tgt: list[str]
+    # with several target languages (load_split): how many pairs each has, in turn
+    parts: list[int] = field(default_factory=list)
 
 
 def read_parallel(src_path: Path, tgt_path: Path) -> ParallelText:
@@ -130,6 +132,7 @@ def load_split(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> Para
                               find_split_file(data_dir, split, language))
         text.src += [tag_line(line, tag) for line in pairs.src]
         text.tgt += pairs.tgt
+        text.parts.append(len(pairs.src))
     return text
 
 

@@ -16,8 +16,10 @@ the GRU's one attention (Bahdanau's or Luong's; Liu et al., 2016 taught the firs
 
 Links are kept per word, and mapped to pieces batch by batch (`WordAlignments.targets`): a
 piece opening with SentencePiece's space mark starts a word. So they hold for any segmentation
-of the pair, each epoch's own under subword sampling. An aligner gives the links of each
-direction; `symmetrize` joins the two (`nmt data symmetrize`).
+of the pair, each epoch's own under subword sampling. A model of several target languages
+reads a file for each language's pairs; the tag that opens each of their sources is a piece
+that starts no word, so the links count the words after it. An aligner gives the links of
+each direction; `symmetrize` joins the two (`nmt data symmetrize`).
 """
 
 from __future__ import annotations
@@ -73,24 +75,51 @@ def parse_links(line: str, where: str) -> list[Link]:
     return links
 
 
-def read_alignments(path: Path, src: list[str], tgt: list[str]) -> list[np.ndarray]:
-    """The links of each line of a Pharaoh-format file, as (links, 2) arrays of source and
-    target word positions, checked against the words of the training pairs `src`, `tgt`.
-    An empty line is a pair without links."""
+def alignment_files(alignments: str) -> list[Path]:
+    """The files that data.alignments names: one for each target language, in
+    data.tgt_lang's order, separated by commas."""
+    return [Path(name) for name in alignments.split(",")]
+
+
+def word_count(line: str, tagged: bool) -> int:
+    """The words of a training line, whitespace-split, that links count: with several target
+    languages (`tagged`), those after the language tag that opens a source line."""
+    words = len(line.split())
+    return words - 1 if tagged and words else words
+
+
+def read_alignments(paths: list[Path], text: ParallelText) -> list[np.ndarray]:
+    """The links of each line of Pharaoh-format files, as (links, 2) arrays of source and
+    target word positions, checked against the words of the training pairs `text`: one file
+    for its pairs, or one for each target language's pairs in turn (text.parts), whose
+    sources open with a language tag that the links do not count. An empty line is a pair
+    without links."""
+    tagged = len(paths) > 1
+    parts = text.parts if tagged else [len(text.src)]
+    links: list[np.ndarray] = []
+    for path, first, pairs in zip(paths, itertools.accumulate([0, *parts]), parts):
+        links += read_links(path, text.src[first : first + pairs],
+                            text.tgt[first : first + pairs], tagged)
+    return links
+
+
+def read_links(path: Path, src: list[str], tgt: list[str], tagged: bool) -> list[np.ndarray]:
+    """The links of one file, for the pairs `src`, `tgt` (see read_alignments)."""
     lines = read_lines(path)
     if len(lines) != len(src):
-        raise UserError(f"{path}: {len(lines):,} lines of alignments for {len(src):,} "
-                        "training pairs")
+        raise UserError(f"{path}: {len(lines):,} line{'s' * (len(lines) != 1)} of "
+                        f"alignments for {len(src):,} training pair{'s' * (len(src) != 1)}")
     links = []
     for number, (line, source_line, target_line) in enumerate(zip(lines, src, tgt), start=1):
         found = parse_links(line, f"{path}:{number}")
-        for side, count in enumerate((len(source_line.split()), len(target_line.split()))):
+        for side, count in enumerate((word_count(source_line, tagged),
+                                      len(target_line.split()))):
             for link in found:
                 if link[side] >= count:
                     name = ("source", "target")[side]
                     raise UserError(f"{path}:{number}: {link[0]}-{link[1]} names {name} word "
                                     f"{link[side]}, but that training pair's {name} has "
-                                    f"{count} words (counted from 0)")
+                                    f"{count} word{'s' * (count != 1)} (counted from 0)")
         links.append(np.array(found, dtype=np.int32).reshape(-1, 2))
     return links
 
@@ -186,11 +215,12 @@ def kept_alignments(links: list[np.ndarray], text: ParallelText, kept: EncodedTe
                     tokenizer: Tokenizer) -> tuple[WordAlignments, int]:
     """The links (`read_alignments`) of the pairs of `text` that encoding kept, and how many
     of those go without: the pairs whose words SentencePiece counts otherwise than
-    whitespace does (a character its normalisation drops, say)."""
+    whitespace does (a character its normalisation drops, say). A language tag is a piece of
+    its own that opens no word, so the links of a tagged source count its words alike."""
     starts = word_starts(tokenizer.src), word_starts(tokenizer.tgt)
-    kept_links, differ = [], 0
+    kept_links, differ, tagged = [], 0, bool(tokenizer.tags)
     for line, src, tgt in zip(kept.kept, kept.src, kept.tgt):
-        same = (piece_words(starts[0], src)[-1] + 1 == len(text.src[line].split())
+        same = (piece_words(starts[0], src)[-1] + 1 == word_count(text.src[line], tagged)
                 and piece_words(starts[1], tgt)[-1] + 1 == len(text.tgt[line].split()))
         kept_links.append(links[line] if same else links[line][:0])
         differ += not same

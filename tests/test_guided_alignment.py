@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from nmt_cli import preset
 from nmt_cli.alignment import hypothesis_attention
 from nmt_cli.cli import app
-from nmt_cli.config import apply_overrides
-from nmt_cli.data import Batch, make_batch
+from nmt_cli.config import apply_overrides, resolve_config
+from nmt_cli.data import Batch, ParallelText, make_batch
 from nmt_cli.errors import UserError
 from nmt_cli.guided_alignment import (
     ALIGNMENT_LAYER,
@@ -137,20 +137,34 @@ def write_links(path: Path, lines: list[str]) -> Path:
                      r"target has 2 words"),
     (["7-0", ""], r"links\.txt:1: 7-0 names source word 7, but that training pair's source "
                   r"has 3 words"),
-    (["0-0"], r"links\.txt: 1 lines of alignments for 2 training pairs"),
+    (["0-0"], r"links\.txt: 1 line of alignments for 2 training pairs"),
     (["0-0", "1-1-1"], r"links\.txt:2: '1-1-1' is no link"),
     (["0-0", "²-0"], r"links\.txt:2: '²-0' is no link"),
 ])
 def test_a_bad_alignment_file_is_named_by_file_and_line(tmp_path, lines, message):
     path = write_links(tmp_path / "links.txt", lines)
     with pytest.raises(UserError, match=message):
-        read_alignments(path, ["a b c", "d e"], ["x y", "z w"])
+        read_alignments([path], ParallelText(["a b c", "d e"], ["x y", "z w"]))
 
 
 def test_links_are_read_per_line_and_an_empty_line_has_none(tmp_path):
     path = write_links(tmp_path / "links.txt", ["0-1 2-0", ""])
-    links = read_alignments(path, ["a b c", "d e"], ["x y", "z w"])
+    links = read_alignments([path], ParallelText(["a b c", "d e"], ["x y", "z w"]))
     assert links[0].tolist() == [[0, 1], [2, 0]] and links[1].shape == (0, 2)
+
+
+def test_each_target_language_has_its_file_and_no_link_counts_the_tag(tmp_path):
+    text = ParallelText(["<2de> a b", "<2fr> a b", "<2fr> c"], ["x", "y z", "w"], parts=[1, 2])
+    de = write_links(tmp_path / "de.align", ["1-0"])
+    fr = write_links(tmp_path / "fr.align", ["0-1", "0-0"])
+    links = read_alignments([de, fr], text)
+    assert [pair.tolist() for pair in links] == [[[1, 0]], [[0, 1]], [[0, 0]]]
+    past = write_links(tmp_path / "past.align", ["0-0", "1-0"])  # "<2fr> c" has one word
+    with pytest.raises(UserError, match=r"past\.align:2: 1-0 names source word 1, but that "
+                                        r"training pair's source has 1 word "):
+        read_alignments([de, past], text)
+    with pytest.raises(UserError, match=r"fr\.align: 2 lines of alignments for 1 training pair$"):
+        read_alignments([fr, de], text)
 
 
 CORPUS_PAIRS = 300
@@ -215,6 +229,19 @@ def test_guided_training_teaches_the_aligning_heads_the_links(aligned_corpus, tm
         assert untaught > 1.5 * guided, (guided, untaught)
 
 
+def assert_gold_follows_the_links(data, rows) -> None:
+    """Each target piece of the pairs `rows` attends (in the gold attention of their batch)
+    to the source pieces of exactly the words its word is linked to."""
+    batch, alignments = make_batch(data, np.asarray(rows)), data.alignments
+    for row, i in enumerate(rows):
+        source = piece_words(alignments.src_starts, data.src[i])
+        target = piece_words(alignments.tgt_starts, data.tgt[i])
+        for t, word in enumerate(target):
+            linked = {s for s, w in alignments.links[i].tolist() if w == word}
+            attended = batch.alignment[row, t].nonzero().flatten().tolist()
+            assert {int(source[s]) for s in attended} == linked
+
+
 def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp_path):
     corpus, links = aligned_corpus
     config = small(corpus, **{"data.alignments": str(links), "tokenizer.sampling_alpha": 0.5})
@@ -223,20 +250,50 @@ def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp
     assert second.alignments is first.alignments is not None
     assert first.src != second.src  # each epoch its own pieces of the same words
     for data in (first, second):
-        batch, alignments = make_batch(data, np.arange(20)), data.alignments
-        for i in range(20):
-            source = piece_words(alignments.src_starts, data.src[i])
-            target = piece_words(alignments.tgt_starts, data.tgt[i])
-            for t, word in enumerate(target):
-                linked = {s for s, w in alignments.links[i].tolist() if w == word}
-                attended = batch.alignment[i, t].nonzero().flatten().tolist()
-                assert {int(source[s]) for s in attended} == linked
+        assert_gold_follows_the_links(data, range(20))
+
+
+def test_a_model_of_two_target_languages_learns_each_ones_links(aligned_corpus, tmp_path):
+    """German linked as in aligned_corpus, and a second target language, "fr" (the English
+    itself), every word linked to the second source word: the tag that opens each source is
+    no word, and the attention learns the links of both."""
+    corpus, de_links = aligned_corpus
+    english = read_sample("train", "en", CORPUS_PAIRS)
+    (corpus / "train.fr").write_text("".join(f"{line}\n" for line in english))
+    (corpus / "val.fr").write_text((corpus / "val.en").read_text())
+    second = [min(1, len(line.split()) - 1) for line in english]
+    fr_links = write_links(tmp_path / "fr.align", [
+        " ".join(f"{word}-{k}" for k in range(len(line.split())))
+        for word, line in zip(second, english)])
+    trainers = {}
+    for name, extra in (("plain", {}), ("guided", {"data.alignments": f"{de_links},{fr_links}",
+                                                   "train.alignment_weight": 1.0})):
+        settings = {"data.tgt_lang": "de,fr", "train.max_steps": 80, **extra}  # 40 a language
+        trainer = Trainer(small(corpus, **settings),
+                          prepare_run_dir(tmp_path / name), lambda event: None)
+        trainer.run()
+        trainers[name] = trainer
+    data = trainers["guided"].corpus.train
+    tags = trainers["guided"].corpus.tokenizer.tags
+    french = [i for i, src in enumerate(data.src) if src[0] == tags["<2fr>"]]
+    german = [i for i, src in enumerate(data.src) if src[0] == tags["<2de>"]]
+    assert len(french) == len(german) == CORPUS_PAIRS
+    assert data.alignments.links[french[3]].tolist() == [[second[3], k] for k in
+                                                         range(len(english[3].split()))]
+    for rows in (german[:20], french[:20]):
+        assert_gold_follows_the_links(data, rows)
+        batch = make_batch(data, np.asarray(rows))
+        assert not batch.alignment[:, :, 0].any()  # the tag's column
+        plain, guided = (attention_loss(trainers[name], batch) for name in ("plain", "guided"))
+        assert guided < 0.8 * plain, (plain, guided)  # 0.41 and 0.71 of it when written
 
 
 @pytest.mark.parametrize(("settings", "message"), [
     ({"model.arch": "gru", "model.attention": "none"},
      r"data.alignments: guided alignment teaches attention, and this GRU has none"),
-    ({"data.tgt_lang": "de,fr"}, r"data.alignments: one file aligns one language pair"),
+    ({"data.tgt_lang": "de,fr"}, r"data.alignments: 1 file for 2 target languages \(de, "
+                                 r"fr\); give one for each, in data.tgt_lang's order"),
+    ({"data.alignments": "a,b"}, r"data.alignments: 2 files for 1 target language \(de\)"),
     ({"model.alignment_heads": 5}, r"model.alignment_heads must not exceed model.num_heads "
                                    r"\(5 > 4\)"),
     ({"model.alignment_heads": -1}, r"model.alignment_heads must not be negative \(got -1\)"),
@@ -246,6 +303,13 @@ def test_subword_sampling_keeps_the_word_links_of_each_epoch(aligned_corpus, tmp
 def test_guided_alignment_refuses_what_it_cannot_teach(settings, message):
     with pytest.raises(UserError, match=message):
         apply_overrides(preset("transformer"), {"data.alignments": "links.txt", **settings})
+
+
+def test_each_alignment_file_is_made_absolute_for_the_runs_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = resolve_config(options={"data.tgt_lang": "de,fr",
+                                     "data.alignments": "de.align,links/fr.align"})
+    assert config.data.alignments == f"{tmp_path / 'de.align'},{tmp_path / 'links/fr.align'}"
 
 
 def test_train_names_a_bad_alignment_file_in_one_line(aligned_corpus, tmp_path):

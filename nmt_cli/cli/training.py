@@ -34,7 +34,9 @@ def train(
         help="Target language suffix; several, as de,fr,cs: one model into each.")] = None,
     alignments: Annotated[Path | None, typer.Option(
         help="Word alignments of the training pairs, as fast_align or eflomal write them "
-        "(0-0 1-2 ...): teach attention to follow them (guided alignment).")] = None,
+        "(0-0 1-2 ...): teach attention to follow them (guided alignment); with several "
+        "target languages, a file for each, in --tgt-lang's order, as a.align,b.align.")
+    ] = None,
     run: Annotated[Path | None, typer.Option(
         "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
         "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,
