@@ -50,7 +50,8 @@ class DataConfig:
     # them ("0-0 1-2": 0-based source-target positions of words split at whitespace); with
     # several target languages, a file for each, in tgt_lang's order, separated by commas.
     # Given, training teaches the aligning attention to follow them (guided alignment,
-    # guided_alignment.py), for `--alignment` and `--markup`. "": none
+    # guided_alignment.py), for `--alignment` and `--markup`. A corpus prepared with them
+    # (nmt data prepare --alignments) names them here, and holds them. "": none
     alignments: str = ""
 
 
@@ -108,10 +109,10 @@ class TrainConfig:
     plateau_patience: int = 2  # ... for this many validations
     label_smoothing: float = 0.1
     # With data.alignments: the weight of the attention's cross-entropy against them in the
-    # loss. fairseq and OpenNMT take 0.05 for one head; for the heads averaged, 0.5 had the
-    # lowest alignment error rate and the best BLEU on Multi30k's validation set, against
-    # 0.05 and 2, and against one head (model.alignment_heads 1) taught at 0.05 or 0.5
-    # (python -m bench.guided; bench/RESULTS.md)
+    # loss (0: they are not read). fairseq and OpenNMT take 0.05 for one head; for the heads
+    # averaged, 0.5 had the lowest alignment error rate and the best BLEU on Multi30k's
+    # validation set, against 0.05 and 2, and against one head (model.alignment_heads 1)
+    # taught at 0.05 or 0.5 (python -m bench.guided; bench/RESULTS.md)
     alignment_weight: float = 0.5
     clip_norm: float = 1.0
     max_bad_steps: int = 20  # stop after this many NaN/inf steps in a row
@@ -286,19 +287,19 @@ class Config:
             raise UserError("train.teacher_forcing_ratio must lie in [0, 1]")
         if self.train.teacher_forcing_ratio < 1.0 and self.model.arch != "gru":
             raise UserError("train.teacher_forcing_ratio below 1 needs model.arch gru")
-        if self.data.alignments and self.model.arch == "gru" and self.model.attention == "none":
+        if self.guided() and self.model.arch == "gru" and self.model.attention == "none":
             raise UserError("data.alignments: guided alignment teaches attention, and this GRU "
                             "has none (model.attention = none)")
-        files, languages = (len(self.data.alignments.split(",")),
-                            self.data.tgt_lang.split(","))
-        if self.data.alignments and files != len(languages):
-            raise UserError(f"data.alignments: {files} file{'s' * (files != 1)} for "
-                            f"{len(languages)} target language{'s' * (len(languages) != 1)} "
-                            f"({', '.join(languages)}); give one for each, in data.tgt_lang's "
-                            "order, separated by commas")
+        if self.data.alignments:
+            check_alignment_files(self.data.alignments, self.data.tgt_lang)
         if self.train.schedule == "linear" and not any(self.get(key) for key in LIMITS):
             raise UserError("train.schedule linear decays to 0 at a limit: set train.max_steps, "
                             "train.max_time or train.epochs")
+
+    def guided(self) -> bool:
+        """Whether training teaches attention word alignments (guided_alignment.py): given
+        them, unless train.alignment_weight is 0."""
+        return bool(self.data.alignments) and self.train.alignment_weight > 0
 
     def get(self, key: str) -> Any:
         """The value of a dotted key such as 'model.d_model'."""
@@ -387,6 +388,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 DEFAULT_PRESET = "transformer"
+
+
+def check_alignment_files(alignments: str, tgt_lang: str) -> None:
+    """Word alignments (data.alignments) name a file for each target language."""
+    files, languages = len(alignments.split(",")), tgt_lang.split(",")
+    if files != len(languages):
+        raise UserError(f"data.alignments: {files} file{'s' * (files != 1)} for "
+                        f"{len(languages)} target language{'s' * (len(languages) != 1)} "
+                        f"({', '.join(languages)}); give one for each, in data.tgt_lang's "
+                        "order, separated by commas")
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

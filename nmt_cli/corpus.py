@@ -34,7 +34,13 @@ from .data import (
 )
 from .distributed import World
 from .errors import UserError
-from .guided_alignment import alignment_files, kept_alignments, read_alignments
+from .guided_alignment import (
+    WordAlignments,
+    alignment_files,
+    kept_alignments,
+    read_alignments,
+    tokenizer_starts,
+)
 from .languages import check_tags, language_tags, rows_by_language
 from .tokenizer import Tokenizer, copy_tokenizer
 
@@ -96,9 +102,6 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if is_prepared and config.tokenizer.sampling_alpha:
         raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"
                         " subword sampling segments text, so it needs the plain-text corpus")
-    if is_prepared and data.alignments:
-        raise UserError(f"data.alignments: {folder} holds token ids (nmt data prepare); word "
-                        "alignments name words, so guided alignment needs the plain-text corpus")
     if is_prepared:  # before its files are looked for
         prepared.check_pair(folder, data.src_lang, data.tgt_lang)
     if parent is not None:
@@ -108,7 +111,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     train_text = None if is_prepared else read_training_text(folder, config)
     # read before the tokenizer trains: a bad file stops the run at once
     links = (read_alignments(alignment_files(data.alignments), train_text)
-             if data.alignments else None)
+             if config.guided() and not is_prepared else None)
     if is_prepared and new_run:  # a resumed run's config.json says it already
         config, changed = prepared.with_its_settings(folder, config)
         if changed:
@@ -142,9 +145,16 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
            + (" (prepared)" if is_prepared else ""))
     if links is not None:
         train.alignments, differ = kept_alignments(links, train_text, train, tokenizer)
+    elif is_prepared and config.guided():  # its files hold the links
+        if train.links is None:
+            raise UserError(f"data.alignments: {folder} was prepared without word alignments; "
+                            "prepare it again with --alignments")
+        train.alignments = WordAlignments(train.links, *tokenizer_starts(tokenizer))
+        differ = train.unlinked
+    if train.alignments is not None:
         report(f"data.alignments: word links for {len(train.src) - differ:,} of the kept pairs"
                + (f"; {differ:,} whose words SentencePiece counts otherwise than whitespace "
-                  "does train without" if differ else ""))
+                  "does train without" if differ else "") + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     if not config.tokenizer.sampling_alpha:
         return TrainingCorpus(tokenizer, train, val_text, val, config)

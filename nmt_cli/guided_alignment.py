@@ -25,7 +25,7 @@ each direction; `symmetrize` joins the two (`nmt data symmetrize`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,21 +107,31 @@ def read_links(path: Path, src: list[str], tgt: list[str], tagged: bool) -> list
     """The links of one file, for the pairs `src`, `tgt` (see read_alignments)."""
     lines = read_lines(path)
     if len(lines) != len(src):
-        raise UserError(f"{path}: {len(lines):,} line{'s' * (len(lines) != 1)} of "
-                        f"alignments for {len(src):,} training pair{'s' * (len(src) != 1)}")
-    links = []
-    for number, (line, source_line, target_line) in enumerate(zip(lines, src, tgt), start=1):
-        found = parse_links(line, f"{path}:{number}")
-        for side, count in enumerate((word_count(source_line, tagged),
-                                      len(target_line.split()))):
-            for link in found:
-                if link[side] >= count:
-                    name = ("source", "target")[side]
-                    raise UserError(f"{path}:{number}: {link[0]}-{link[1]} names {name} word "
-                                    f"{link[side]}, but that training pair's {name} has "
-                                    f"{count} word{'s' * (count != 1)} (counted from 0)")
-        links.append(np.array(found, dtype=np.int32).reshape(-1, 2))
-    return links
+        raise counts_differ(path, len(lines), len(src))
+    return [checked_links(line, source_line, target_line, tagged, f"{path}:{number}")
+            for number, (line, source_line, target_line) in enumerate(zip(lines, src, tgt),
+                                                                      start=1)]
+
+
+def counts_differ(path: Path, lines: int, pairs: int) -> UserError:
+    """The error for a file of alignments whose line count is not its pairs'."""
+    return UserError(f"{path}: {lines:,} line{'s' * (lines != 1)} of alignments for "
+                     f"{pairs:,} training pair{'s' * (pairs != 1)}")
+
+
+def checked_links(line: str, source_line: str, target_line: str, tagged: bool,
+                  where: str) -> np.ndarray:
+    """The links of `line` as a (links, 2) array, each checked to name words of the training
+    pair `source_line`, `target_line`; `where` (FILE:LINE) names the line in an error."""
+    found = parse_links(line, where)
+    for side, count in enumerate((word_count(source_line, tagged), len(target_line.split()))):
+        for link in found:
+            if link[side] >= count:
+                name = ("source", "target")[side]
+                raise UserError(f"{where}: {link[0]}-{link[1]} names {name} word "
+                                f"{link[side]}, but that training pair's {name} has "
+                                f"{count} word{'s' * (count != 1)} (counted from 0)")
+    return np.array(found, dtype=np.int32).reshape(-1, 2)
 
 
 def grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
@@ -184,7 +194,9 @@ def piece_words(starts: np.ndarray, ids: list[int]) -> np.ndarray:
 class WordAlignments:
     """The word links of the kept training pairs, and what maps pieces to words."""
 
-    links: list[np.ndarray]  # per kept pair: (links, 2) source and target word positions
+    # per kept pair: (links, 2) source and target word positions (prepared.PreparedLinks
+    # reads those of a prepared corpus from its files)
+    links: Sequence[np.ndarray]
     src_starts: np.ndarray  # per source id: whether it opens a word
     tgt_starts: np.ndarray
 
@@ -217,14 +229,27 @@ def kept_alignments(links: list[np.ndarray], text: ParallelText, kept: EncodedTe
     of those go without: the pairs whose words SentencePiece counts otherwise than
     whitespace does (a character its normalisation drops, say). A language tag is a piece of
     its own that opens no word, so the links of a tagged source count its words alike."""
-    starts = word_starts(tokenizer.src), word_starts(tokenizer.tgt)
-    kept_links, differ, tagged = [], 0, bool(tokenizer.tags)
+    starts = tokenizer_starts(tokenizer)
+    kept_links, differ = [], 0
     for line, src, tgt in zip(kept.kept, kept.src, kept.tgt):
-        same = (piece_words(starts[0], src)[-1] + 1 == word_count(text.src[line], tagged)
-                and piece_words(starts[1], tgt)[-1] + 1 == len(text.tgt[line].split()))
+        same = counted_alike(starts, src, tgt, text.src[line], text.tgt[line],
+                             bool(tokenizer.tags))
         kept_links.append(links[line] if same else links[line][:0])
         differ += not same
     return WordAlignments(kept_links, *starts), differ
+
+
+def tokenizer_starts(tokenizer: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """For each source id and each target id, whether its piece opens a word."""
+    return word_starts(tokenizer.src), word_starts(tokenizer.tgt)
+
+
+def counted_alike(starts: tuple[np.ndarray, np.ndarray], src: list[int], tgt: list[int],
+                  source_line: str, target_line: str, tagged: bool) -> bool:
+    """Whether the pieces `src`, `tgt` of a pair hold as many words, by the word starts of
+    tokenizer_starts, as its lines hold by whitespace (word_count), as its links count them."""
+    return bool(piece_words(starts[0], src)[-1] + 1 == word_count(source_line, tagged)
+                and piece_words(starts[1], tgt)[-1] + 1 == len(target_line.split()))
 
 
 def guided_alignment_loss(attention: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:

@@ -12,15 +12,26 @@ that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a tim
     prepared.json                   languages, counts and settings (the tokenizer's too);
                                     written last
 
+With `--alignments FILE` (a file for each target language: guided_alignment.py), the word
+links of each kept pair are checked and written beside them:
+
+    train.align.bin                 every kept pair's links, back to back, each a source and
+                                    a target word position (uint16, or uint32 for a
+                                    data.max_len over 65,536)
+    train.align.index.bin           (pairs, 2) int64: offset and count of each pair's
+                                    positions (two a link)
+
 `nmt train --data OUT` then reads each batch's sentences from the files as it needs them, with
 positioned reads (os.pread) rather than a memory map, so that no page of the files counts as
 the process's memory. In memory are only the lengths (8 bytes a pair, for batching), so
-resident memory hardly grows with the corpus. The files are plain arrays, so other tools can
-map them: np.memmap(OUT / "train.index.bin", np.int64, "r").reshape(-1, 4) reads the index.
+resident memory hardly grows with the corpus; a batch's links are read with its ids. The
+files are plain arrays, so other tools can map them: np.memmap(OUT / "train.index.bin",
+np.int64, "r").reshape(-1, 4) reads the index.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -31,10 +42,17 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .config import Config, TokenizerConfig, apply_overrides
+from .config import Config, TokenizerConfig, apply_overrides, check_alignment_files
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError, in_file
 from .files import atomic_write
+from .guided_alignment import (
+    WordAlignments,
+    checked_links,
+    counted_alike,
+    counts_differ,
+    tokenizer_starts,
+)
 from .languages import (
     check_languages,
     check_tags,
@@ -48,6 +66,8 @@ from .tokenizer import Tokenizer, copy_tokenizer
 PREPARED = "prepared.json"
 INDEX = "train.index.bin"
 ROW = 4 * 8  # bytes of one index row
+LINKS, LINK_INDEX = "train.align.bin", "train.align.index.bin"  # with --alignments
+LINK_ROW = 2 * 8
 TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most
 CHUNK = 100_000  # sentence pairs encoded at a time
 # the tokenizer settings that made the prepared corpus's tokenizer, which prepared.json records
@@ -63,8 +83,9 @@ class PreparedSide:
     """One side of the prepared pairs: `side[i]` reads sentence i's ids from the id file."""
 
     def __init__(self, ids: Path, index: Path, dtype: str, column: int, pairs: int,
-                 vocab: int | None = None):
+                 vocab: int | None = None, row: int = ROW):
         self.dtype, self.column, self.pairs, self.vocab = np.dtype(dtype), column, pairs, vocab
+        self.row = row  # bytes of one index row
         self.path = ids
         self.ids: BinaryIO = open(ids, "rb", buffering=0)
         self.index: BinaryIO = open(index, "rb", buffering=0)
@@ -73,7 +94,8 @@ class PreparedSide:
         return self.pairs
 
     def __getitem__(self, i) -> list[int]:
-        row = np.frombuffer(os.pread(self.index.fileno(), ROW, int(i) * ROW), dtype=np.int64)
+        row = np.frombuffer(os.pread(self.index.fileno(), self.row, int(i) * self.row),
+                            dtype=np.int64)
         offset, length = int(row[self.column]), int(row[self.column + 1])
         size = self.dtype.itemsize
         ids = np.frombuffer(os.pread(self.ids.fileno(), length * size, offset * size),
@@ -86,6 +108,24 @@ class PreparedSide:
     def close(self) -> None:
         self.ids.close()
         self.index.close()
+
+
+class PreparedLinks:
+    """The word links of the prepared pairs: `links[i]` reads pair i's (links, 2) source and
+    target word positions from train.align.bin."""
+
+    def __init__(self, data_dir: Path, dtype: str, pairs: int):
+        self.side = PreparedSide(data_dir / LINKS, data_dir / LINK_INDEX, dtype, 0, pairs,
+                                 row=LINK_ROW)
+
+    def __len__(self) -> int:
+        return self.side.pairs
+
+    def __getitem__(self, i) -> np.ndarray:
+        return np.asarray(self.side[i], dtype=np.int64).reshape(-1, 2)
+
+    def close(self) -> None:
+        self.side.close()
 
 
 @dataclass
@@ -101,7 +141,9 @@ class PreparedText:
     max_len: int = 0  # the limit that too_long counts against
     uneven: int = 0
     max_ratio: float = 0.0  # the limit that uneven counts against (data.max_len_ratio)
-    alignments: None = None  # guided alignment reads the plain-text corpus
+    links: PreparedLinks | None = None  # of a corpus prepared with --alignments
+    unlinked: int = 0  # kept pairs that go without links (guided_alignment.counted_alike)
+    alignments: WordAlignments | None = None  # the links, when training teaches them
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         return self.src_lengths, self.tgt_lengths
@@ -110,6 +152,8 @@ class PreparedText:
         """Close the id files (garbage collection closes them too)."""
         self.src.close()
         self.tgt.close()
+        if self.links is not None:
+            self.links.close()
 
 
 @dataclass
@@ -122,6 +166,8 @@ class PairCounts:
     uneven: int = 0  # pairs over max_len_ratio, dropped
     src_ids: int = 0  # ids written to train.src.bin
     tgt_ids: int = 0
+    links: int = 0  # with --alignments: links written to train.align.bin (two positions each)
+    unlinked: int = 0  # kept pairs whose words SentencePiece counts otherwise: none written
 
 
 def read_info(data_dir: Path) -> dict:
@@ -134,23 +180,25 @@ def read_info(data_dir: Path) -> dict:
     return info
 
 
-def read_lengths(index: Path, pairs: int, ids: tuple[int, int], rows: int = 1 << 18
+def read_lengths(index: Path, pairs: int, ids: tuple[int, ...], rows: int = 1 << 18
                  ) -> np.ndarray:
-    """(pairs, 2) int32 source and target lengths, read a slice of the index at a time,
-    each sentence checked to lie within its id file (`ids`: the ids in each)."""
-    lengths = np.empty((pairs, 2), dtype=np.int32)
+    """(pairs, sides) int32 lengths of each side (source and target; the links'), read a
+    slice of the index (an offset and a length a side) at a time, each checked to lie within
+    its file (`ids`: the ids, or positions, in the file of each side)."""
+    width = 2 * len(ids)
+    lengths = np.empty((pairs, len(ids)), dtype=np.int32)
     with open(index, "rb") as f:
         for start in range(0, pairs, rows):
-            part = np.fromfile(f, dtype=np.int64, count=4 * min(rows, pairs - start))
-            part = part.reshape(-1, 4)
-            for column, total in zip((0, 2), ids):
+            part = np.fromfile(f, dtype=np.int64, count=width * min(rows, pairs - start))
+            part = part.reshape(-1, width)
+            for column, total in zip(range(0, width, 2), ids):
                 offsets, counts = part[:, column], part[:, column + 1]
                 bad = (offsets < 0) | (counts < 0) | (offsets + counts > total)
                 if bad.any():
                     row = start + int(np.argmax(bad))
                     raise UserError(f"{index}: pair {row + 1} points outside its id file; "
                                     "prepare the corpus again")
-            lengths[start : start + len(part)] = part[:, [1, 3]]
+            lengths[start : start + len(part)] = part[:, 1::2]
     return lengths
 
 
@@ -187,7 +235,29 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
         PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs, vocab[0]),
         PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs, vocab[1]),
         lengths[:, 0], lengths[:, 1], info["empty"], info["too_long"], info["max_len"],
-        info.get("uneven", 0), info.get("max_len_ratio", 0.0))  # not in older corpora
+        info.get("uneven", 0), info.get("max_len_ratio", 0.0),  # not in older corpora
+        open_links(data_dir, info), info.get("unlinked", 0))
+
+
+def open_links(data_dir: Path, info: dict) -> PreparedLinks | None:
+    """The word links of a corpus prepared with --alignments, checked against prepared.json
+    (its index row by row); None for one prepared without."""
+    if not info.get("alignments"):
+        return None
+    paths = data_dir / LINKS, data_dir / LINK_INDEX
+    try:
+        pairs, positions = int(info["pairs"]), 2 * int(info["links"])
+        dtype = np.dtype(info["link_dtype"])
+        expected = positions * dtype.itemsize, pairs * LINK_ROW
+        sizes = [path.stat().st_size for path in paths]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{data_dir}: damaged word links ({e}); prepare it again") from None
+    for path, size, wanted in zip(paths, sizes, expected):
+        if size != wanted:
+            raise UserError(f"{path}: {size:,} bytes where {wanted:,} were written; prepare "
+                            "the corpus again")
+    read_lengths(paths[1], pairs, (positions,))
+    return PreparedLinks(data_dir, dtype.name, pairs)
 
 
 def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]]:
@@ -202,6 +272,8 @@ def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]
     recorded = {f"tokenizer.{key}": value for key, value in recorded.items()
                 if key in TOKENIZER_MADE_WITH}
     recorded.update(filter_settings(info))
+    if info.get("alignments"):  # the files its links were read from
+        recorded["data.alignments"] = ",".join(info["alignments"])
     with in_file(Path(data_dir) / PREPARED):
         adopted = apply_overrides(config, recorded)
     changed = [f"{key.removeprefix('tokenizer.')}={adopted.get(key)!r}" for key in recorded
@@ -219,11 +291,17 @@ def check_filters(data_dir: Path, config: Config) -> None:
     """A resumed run needs the pairs it started with: its corpus, prepared again with another
     data.max_len_ratio, would hand it others. (Runs made before the filters were adopted
     kept their own data.max_len in config.json, so that one is not compared.)"""
-    ratio = filter_settings(read_info(data_dir))["data.max_len_ratio"]
+    info = read_info(data_dir)
+    ratio = filter_settings(info)["data.max_len_ratio"]
     if ratio != config.data.max_len_ratio:
         raise UserError(f"{data_dir}: prepared again with data.max_len_ratio={ratio!r}; this "
                         f"run trained with {config.data.max_len_ratio!r}: prepare it as "
                         "before, or start a new run")
+    alignments = ",".join(info.get("alignments", []))
+    if alignments != config.data.alignments:
+        raise UserError(f"{data_dir}: prepared again with data.alignments={alignments!r}; this "
+                        f"run trained with {config.data.alignments!r}: prepare it as before, "
+                        "or start a new run")
 
 
 def read_pairs(src_path: Path, tgt_path: Path):
@@ -247,6 +325,21 @@ def tagged_pairs(files: list[tuple[Path, Path, str]]):
             yield tag_line(src, tag), tgt
 
 
+def linked_pairs(files: list[tuple[Path, Path, str]], alignments: list[Path]):
+    """The (source, target, links) of tagged_pairs, the links read from the same line of
+    each language's file of alignments and checked (guided_alignment.checked_links)."""
+    tagged = len(files) > 1
+    for (src_path, tgt_path, tag), path in zip(files, alignments):
+        lines, pairs = iter_lines(path), read_pairs(src_path, tgt_path)
+        for number, (pair, line) in enumerate(itertools.zip_longest(pairs, lines), start=1):
+            if pair is None or line is None:  # count the longer one's rest
+                total = number + sum(1 for _ in (pairs if line is None else lines))
+                raise (counts_differ(path, number - 1, total) if line is None else
+                       counts_differ(path, total, number - 1))
+            src = tag_line(pair[0], tag)
+            yield src, pair[1], checked_links(line, src, pair[1], tagged, f"{path}:{number}")
+
+
 def sample_pairs(pairs, limit: int, seed: int) -> ParallelText:
     """All pairs if there are at most `limit`, else a uniform sample of `limit` (reservoir)."""
     rng, sample = random.Random(seed), []
@@ -261,12 +354,15 @@ def sample_pairs(pairs, limit: int, seed: int) -> ParallelText:
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
             tokenizer_config: TokenizerConfig, max_len: int, seed: int = 1,
             sample: int = TOKENIZER_SAMPLE, tokenizer_from: Path | None = None,
-            max_ratio: float = 0.0) -> dict:
+            max_ratio: float = 0.0, alignments: list[Path] | None = None) -> dict:
     """Tokenize `data_dir`'s training pairs into `out_dir` (see the module docstring), with a
     tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
-    `tokenizer_config`), e.g. to fine-tune that run on them."""
+    `tokenizer_config`), e.g. to fine-tune that run on them; with the word links of the
+    files `alignments` (one for each target language)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     check_languages(tgt_lang, "--tgt-lang")
+    if alignments:
+        check_alignment_files(",".join(map(str, alignments)), tgt_lang)
     src_path = find_split_file(data_dir, "train", src_lang)
     files = [(src_path, find_split_file(data_dir, "train", language), tag)
              for language, tag in tagged_languages(tgt_lang)]
@@ -278,7 +374,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / PREPARED).unlink(missing_ok=True)  # not prepared until the end
+    for name in (PREPARED, LINKS, LINK_INDEX):  # not prepared until the end
+        (out_dir / name).unlink(missing_ok=True)
     if tokenizer_from is None:
         text = sample_pairs(tagged_pairs(files), sample, seed)
         tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir,
@@ -289,8 +386,11 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         tokenizer = Tokenizer.load(out_dir)
     vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     dtype = np.uint16 if vocab <= 2**16 else np.uint32
-    counts = write_id_files(tagged_pairs(files), tokenizer, max_len, max_ratio,
-                            IdFileWriter(out_dir, dtype))
+    # a kept pair's words, each a piece or more, number fewer than max_len
+    link_dtype = (np.uint16 if max_len <= 2**16 else np.uint32) if alignments else None
+    pairs = linked_pairs(files, alignments) if alignments else tagged_pairs(files)
+    counts = write_id_files(pairs, tokenizer, max_len, max_ratio,
+                            IdFileWriter(out_dir, dtype, link_dtype))
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
                         "data.max_len_ratio, uneven)")
@@ -301,21 +401,27 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
             **asdict(counts),
             "source": str(data_dir.resolve()),
             "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
+    if alignments:
+        info.update(alignments=[str(Path(path).resolve()) for path in alignments],
+                    link_dtype=np.dtype(link_dtype).name)
+    else:
+        del info["links"], info["unlinked"]
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 
 
 def write_id_files(pairs, tokenizer: Tokenizer, max_len: int, max_ratio: float,
                    writer: IdFileWriter) -> PairCounts:
-    """Encode (src, tgt) pairs a chunk at a time into the writer's files; all or nothing."""
+    """Encode (src, tgt) pairs, or (src, tgt, links), a chunk at a time into the writer's
+    files; all or nothing."""
     try:
-        chunk: list[tuple[str, str]] = []
+        chunk: list[tuple] = []
         for pair in pairs:
             chunk.append(pair)
             if len(chunk) == CHUNK:
-                writer.write(encode_chunk(chunk, tokenizer, max_len, max_ratio))
+                writer.write(*encode_chunk(chunk, tokenizer, max_len, max_ratio))
                 chunk = []
-        writer.write(encode_chunk(chunk, tokenizer, max_len, max_ratio))
+        writer.write(*encode_chunk(chunk, tokenizer, max_len, max_ratio))
     except BaseException:
         writer.discard()
         raise
@@ -323,10 +429,21 @@ def write_id_files(pairs, tokenizer: Tokenizer, max_len: int, max_ratio: float,
     return writer.counts
 
 
-def encode_chunk(chunk: list[tuple[str, str]], tokenizer: Tokenizer, max_len: int,
-                 max_ratio: float) -> EncodedText:
-    text = ParallelText([s for s, _ in chunk], [t for _, t in chunk])
-    return encode_parallel(text, tokenizer, max_len, max_ratio)
+def encode_chunk(chunk: list[tuple], tokenizer: Tokenizer, max_len: int, max_ratio: float
+                 ) -> tuple[EncodedText, list[np.ndarray] | None, int]:
+    """The ids of the pairs of `chunk` that encoding keeps; and, for pairs with links, the
+    links of each kept one, and how many go without: those whose words SentencePiece counts
+    otherwise than whitespace does (counted_alike)."""
+    text = ParallelText([pair[0] for pair in chunk], [pair[1] for pair in chunk])
+    encoded = encode_parallel(text, tokenizer, max_len, max_ratio)
+    if not chunk or len(chunk[0]) == 2:
+        return encoded, None, 0
+    starts, tagged, links, differ = tokenizer_starts(tokenizer), bool(tokenizer.tags), [], 0
+    for line, src, tgt in zip(encoded.kept, encoded.src, encoded.tgt):
+        alike = counted_alike(starts, src, tgt, text.src[line], text.tgt[line], tagged)
+        links.append(chunk[line][2] if alike else chunk[line][2][:0])
+        differ += not alike
+    return encoded, links, differ
 
 
 class IdFileWriter:
@@ -335,44 +452,55 @@ class IdFileWriter:
 
     NAMES = ("train.src.bin", "train.tgt.bin", INDEX)
 
-    def __init__(self, out_dir: Path, dtype: type):
+    def __init__(self, out_dir: Path, dtype: type, link_dtype: type | None = None):
         self.out_dir, self.dtype, self.counts = Path(out_dir), dtype, PairCounts()
-        self.files = [open(self.temporary(name), "wb") for name in self.NAMES]
+        self.link_dtype = link_dtype  # with word links, the type of their positions
+        self.names = self.NAMES + ((LINKS, LINK_INDEX) if link_dtype else ())
+        self.files = [open(self.temporary(name), "wb") for name in self.names]
 
     def temporary(self, name: str) -> Path:
         return self.out_dir / f".{name}.tmp"
 
-    def write(self, encoded: EncodedText) -> None:
-        """Append the ids of each side, and one index row per pair."""
+    def write(self, encoded: EncodedText, links: list[np.ndarray] | None = None,
+              unlinked: int = 0) -> None:
+        """Append the ids of each side, and one index row per pair; and the `links` of each
+        pair, and their index row (`unlinked`: pairs that go without)."""
         c = self.counts
         src_offsets, src_lengths, c.src_ids = self.append_ids(0, encoded.src, c.src_ids)
         tgt_offsets, tgt_lengths, c.tgt_ids = self.append_ids(1, encoded.tgt, c.tgt_ids)
         rows = np.stack([src_offsets, src_lengths, tgt_offsets, tgt_lengths], axis=1)
         self.files[2].write(rows.astype(np.int64).tobytes())  # (pairs, 4)
+        if links is not None:
+            positions = [pair.reshape(-1) for pair in links]
+            offsets, lengths, written = self.append_ids(3, positions, 2 * c.links,
+                                                        self.link_dtype)
+            rows = np.stack([offsets, lengths], axis=1)
+            self.files[4].write(rows.astype(np.int64).tobytes())  # (pairs, 2)
+            c.links, c.unlinked = written // 2, c.unlinked + unlinked
         c.pairs += len(encoded.src)
         c.empty += encoded.empty
         c.too_long += encoded.too_long
         c.uneven += encoded.uneven
 
-    def append_ids(self, file: int, sentences: list[list[int]], written: int):
-        """Append sentences to id file `file`; returns their offsets and lengths (in ids) and
-        the new count of ids in the file."""
+    def append_ids(self, file: int, sentences, written: int, dtype: type | None = None):
+        """Append sentences to id file `file` (as `dtype`, or the ids'); returns their offsets
+        and lengths (in ids) and the new count of ids in the file."""
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
         offsets = written + np.cumsum(lengths) - lengths
-        ids = np.fromiter((i for sentence in sentences for i in sentence), dtype=self.dtype,
-                          count=int(lengths.sum()))
+        ids = np.fromiter((i for sentence in sentences for i in sentence),
+                          dtype=dtype or self.dtype, count=int(lengths.sum()))
         self.files[file].write(ids.tobytes())
         return offsets, lengths, written + int(lengths.sum())
 
     def commit(self) -> None:
         """Make the files durable and give them their real names."""
-        for name, out in zip(self.NAMES, self.files):
+        for name, out in zip(self.names, self.files):
             out.flush()
             os.fsync(out.fileno())
             out.close()
             os.replace(self.temporary(name), self.out_dir / name)
 
     def discard(self) -> None:
-        for name, out in zip(self.NAMES, self.files):
+        for name, out in zip(self.names, self.files):
             out.close()
             self.temporary(name).unlink(missing_ok=True)

@@ -81,7 +81,7 @@ class Trainer:
         self.parallel_loss = distributed.wrap(TeacherForcedLoss(self.model), self.world)
         if config.train.compile and not compile_features(self.model):
             self.emit(info("train.compile: the GRU runs eagerly (its loop breaks graphs)"))
-        elif config.train.compile and config.data.alignments:
+        elif config.train.compile and config.guided():
             self.emit(info("train.compile: guided alignment reads attention weights, which "
                            "the compiled features do not give; training runs eagerly"))
         self.batches = BatchLoader(self.corpus.train, self.device, self.model.length_multiple)

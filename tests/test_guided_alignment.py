@@ -305,6 +305,13 @@ def test_guided_alignment_refuses_what_it_cannot_teach(settings, message):
         apply_overrides(preset("transformer"), {"data.alignments": "links.txt", **settings})
 
 
+def test_links_given_a_weight_of_0_teach_nothing_and_ask_nothing():
+    config = apply_overrides(preset("transformer"), {
+        "data.alignments": "links.txt", "model.arch": "gru", "model.attention": "none",
+        "train.alignment_weight": 0.0})
+    assert not config.guided()
+
+
 def test_each_alignment_file_is_made_absolute_for_the_runs_config(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = resolve_config(options={"data.tgt_lang": "de,fr",

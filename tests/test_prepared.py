@@ -4,12 +4,14 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from nmt_cli.config import UserError, apply_overrides, preset
-from nmt_cli.data import encode_parallel, load_split
+from nmt_cli.data import encode_parallel, load_split, make_batch
 from nmt_cli.prepared import check_filters, is_prepared, open_prepared, prepare
 from nmt_cli.tokenizer import Tokenizer
 from nmt_cli.training import Trainer, prepare_run_dir, resume
@@ -66,13 +68,124 @@ def test_subword_sampling_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_p
         Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
 
 
-def test_guided_alignment_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_path):
+def test_guided_alignment_asks_for_a_corpus_prepared_with_the_links(prepared, tmp_path):
     links = tmp_path / "train.align"
     links.write_text("0-0\n")
     config = apply_overrides(preset("transformer"), {
         **SETTINGS, "data.data_dir": str(prepared), "data.alignments": str(links)})
-    with pytest.raises(UserError, match=r"data.alignments: .* needs the plain-text corpus"):
+    with pytest.raises(UserError, match=r"data.alignments: .* was prepared without word "
+                                        r"alignments; prepare it again with --alignments"):
         Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
+
+
+def write_links(path, sources: list[str], targets: list[str], word: int) -> str:
+    """Links that tie every target word to source word `word` (or the last, if fewer), and
+    none for a pair with an empty side."""
+    lines = [" ".join(f"{min(word, len(s.split()) - 1)}-{k}" for k in range(len(t.split())))
+             if s.split() else "" for s, t in zip(sources, targets)]
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def linked(corpus, tmp_path_factory) -> tuple:
+    """The corpus with a second target language, "fr" (the English itself), and links for
+    each: German's to the first source word, the other's to the second."""
+    folder = tmp_path_factory.mktemp("linked") / "corpus"
+    shutil.copytree(corpus, folder)
+    text = load_split(corpus, "train", "en", "de")
+    for split in ("train", "val"):
+        shutil.copyfile(folder / f"{split}.en", folder / f"{split}.fr")
+    return folder, (write_links(folder.parent / "de.align", text.src, text.tgt, 0),
+                    write_links(folder.parent / "fr.align", text.src, text.src, 1))
+
+
+@pytest.mark.parametrize("tgt_lang", ["de", "de,fr"])
+def test_training_on_prepared_links_equals_training_on_the_text_and_its_links(linked, tmp_path,
+                                                                              tgt_lang):
+    folder, files = linked
+    files = list(files[: len(tgt_lang.split(","))])
+    config = apply_overrides(preset("transformer"), {
+        **SETTINGS, "data.tgt_lang": tgt_lang, "data.alignments": ",".join(files),
+        "train.max_steps": 4})
+    out = tmp_path / "prepared"
+    info = prepare(folder, out, "en", tgt_lang, config.tokenizer, 30, max_ratio=1.5,
+                   alignments=files)
+    assert info["alignments"] == files and info["links"] > 1000
+    losses, golds = {}, {}
+    for name, data in (("text", folder), ("prepared", out)):
+        trainer = Trainer(apply_overrides(config, {"data.data_dir": str(data)}),
+                          prepare_run_dir(tmp_path / f"run-{name}"), lambda e: None)
+        pairs = trainer.corpus.train
+        golds[name] = make_batch(pairs, np.arange(len(pairs.src))).alignment
+        losses[name] = [trainer.train_step([b])[0] for b in trainer.epoch_batches(0)[:4]]
+    assert golds["text"].sum() > 1000 and torch.equal(golds["prepared"], golds["text"])
+    assert losses["prepared"] == losses["text"]
+
+
+def test_links_go_unread_where_their_weight_is_0_and_are_checked_on_resuming(linked, tmp_path):
+    folder, files = linked
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "train.max_steps": 1})
+    out = tmp_path / "prepared"
+    prepare(folder, out, "en", "de", config.tokenizer, 30, max_ratio=1.5, alignments=files[:1])
+    config = apply_overrides(config, {"data.data_dir": str(out)})
+    events = []
+    guided = Trainer(config, prepare_run_dir(tmp_path / "guided"), events.append)
+    assert guided.config.data.alignments == files[0]  # the corpus's, in the run's config
+    assert guided.corpus.train.alignments is not None
+    kept = len(guided.corpus.train.src)  # every kept pair: SentencePiece counts words alike
+    assert any(f"data.alignments: word links for {kept} of the kept pairs (prepared)" ==
+               event.get("message") for event in events), events
+    unread = apply_overrides(config, {"train.alignment_weight": 0.0})
+    assert Trainer(unread, prepare_run_dir(tmp_path / "plain"),
+                   lambda e: None).corpus.train.alignments is None
+    check_filters(out, guided.config)
+    prepare(folder, out, "en", "de", config.tokenizer, 30, max_ratio=1.5)  # without, now
+    assert not (out / "train.align.bin").exists()
+    with pytest.raises(UserError, match=r"prepared again with data.alignments=''; this run "
+                                        r"trained with '.*de.align'"):
+        check_filters(out, guided.config)
+
+
+def test_bad_or_damaged_links_are_one_line_errors(corpus, linked, tmp_path):
+    folder, files = linked
+    short = tmp_path / "short.align"
+    short.write_text("0-0\n0-0\n")
+    lines = Path(files[0]).read_text().splitlines()
+    bad = tmp_path / "bad.align"
+    bad.write_text("".join(f"{line}\n" for line in [lines[0], "0-0 50-0", *lines[2:]]))
+    words = len(load_split(folder, "train", "en", "de").src[1].split())
+    long = tmp_path / "long.align"
+    long.write_text("".join(f"{line}\n" for line in [*lines, "0-0"]))
+    for path, message in ((short, f"{short}: 2 lines of alignments for 301 training pairs"),
+                          (long, f"{long}: 302 lines of alignments for 301 training pairs"),
+                          (bad, f"{bad}:2: 50-0 names source word 50, but that training pair's "
+                                f"source has {words} words")):
+        out = tmp_path / path.stem
+        result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
+                                 str(folder), "--out", str(out), "--alignments", str(path),
+                                 "--set", "tokenizer.vocab_size=300"],
+                                capture_output=True, text=True)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert message in result.stderr
+        assert not is_prepared(out) and not list(out.glob(".*.tmp"))
+    out = tmp_path / "prepared"
+    result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
+                             str(folder), "--out", str(out), "--alignments", files[0],
+                             "--set", "tokenizer.vocab_size=300"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "word links, none for 0 pairs whose words SentencePiece counts" in result.stderr
+    links = open_prepared(out, "en", "de").links
+    text = load_split(folder, "train", "en", "de")
+    assert links[0].tolist() == [[0, k] for k in range(len(text.tgt[0].split()))]
+    index = np.fromfile(out / "train.align.index.bin", np.int64).reshape(-1, 2)
+    index[6, 0] = 10**9  # past the end of train.align.bin
+    index.tofile(out / "train.align.index.bin")
+    with pytest.raises(UserError, match=r"train.align.index.bin: pair 7 points outside"):
+        open_prepared(out, "en", "de")
+    (out / "train.align.bin").write_bytes(b"\0")
+    with pytest.raises(UserError, match=r"train.align.bin: 1 bytes where .* were written"):
+        open_prepared(out, "en", "de")
 
 
 def test_a_run_on_a_prepared_corpus_records_the_tokenizer_settings_it_was_made_with(

@@ -13,7 +13,7 @@ from ..data import kept_report
 from ..datasets import fetch_multi30k
 from ..errors import UserError
 from ..files import atomic_write
-from ..guided_alignment import symmetrize
+from ..guided_alignment import alignment_files, symmetrize
 from ..prepared import TOKENIZER_SAMPLE
 from ..prepared import prepare as prepare_corpus
 from .common import Corpus, app, err, user_errors
@@ -58,16 +58,26 @@ def prepare_command(
     tokenizer: Annotated[Path | None, typer.Option(
         help="Take this run's tokenizer instead of training one (to fine-tune the run).")
     ] = None,
+    alignments: Annotated[Path | None, typer.Option(
+        help="Word alignments of the training pairs (as for nmt train --alignments), kept "
+        "beside their ids; training on the prepared corpus teaches them.")] = None,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
-    config = resolve_config(preset_name, settings=settings)
+    config = resolve_config(preset_name, settings=settings, options={
+        "data.tgt_lang": tgt_lang, "data.alignments": alignments and str(alignments)})
     tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer
     info = prepare_corpus(data, out, src_lang, tgt_lang, tokenizer_config, config.data.max_len,
-                          config.train.seed, sample, tokenizer, config.data.max_len_ratio)
-    err.print(kept_report(info["pairs"], info["empty"], info["too_long"], info["max_len"],
-                          info["uneven"], info["max_len_ratio"]), highlight=False)
+                          config.train.seed, sample, tokenizer, config.data.max_len_ratio,
+                          alignment_files(config.data.alignments) if config.data.alignments
+                          else None)
+    report = kept_report(info["pairs"], info["empty"], info["too_long"], info["max_len"],
+                         info["uneven"], info["max_len_ratio"])
+    if "links" in info:
+        report += (f"; {info['links']:,} word links, none for {info['unlinked']:,} pairs whose "
+                   "words SentencePiece counts otherwise than whitespace does")
+    err.print(report, highlight=False)
     print(out)
 
 
