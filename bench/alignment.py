@@ -19,6 +19,7 @@ round(j * |source| / |target|). A validation set, so the way nmt reads attention
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .common import (
     add_data_option,
@@ -27,6 +28,9 @@ from .common import (
     new_parser,
     report_table,
 )
+
+if TYPE_CHECKING:
+    from nmt_cli.config import DecodeConfig
 
 GOLD = Path(__file__).resolve().parent / "alignment.en-de.tsv"
 
@@ -73,6 +77,14 @@ def one_way(weights, source_words: list, target_words: list, by_column: bool) ->
 READINGS = ("nmt: source to target, confirmed", "source to target", "target to source")
 
 
+def into_german(translator) -> DecodeConfig:
+    """Decoding settings that read the hand-aligned pairs: a model of several target
+    languages is told German."""
+    from nmt_cli.config import DecodeConfig
+
+    return DecodeConfig(tgt_lang="de" if translator.run.tokenizer.languages else "")
+
+
 def layer_rows(run: Path, sources: list[str], targets: list[str],
                gold: list[set]) -> list[dict]:
     """A row per (decoder layer, reading) of one run."""
@@ -82,12 +94,11 @@ def layer_rows(run: Path, sources: list[str], targets: list[str],
         line_positions,
         source_positions,
     )
-    from nmt_cli.config import DecodeConfig
     from nmt_cli.translate import Translator
 
     translator = Translator.from_run(run, device="cpu")
     model, tokenizer = translator.run.model, translator.run.tokenizer
-    src_ids = translator.encode(sources, DecodeConfig())
+    src_ids = translator.encode(sources, into_german(translator))
     tgt_ids = tokenizer.encode_tgt(targets)
     words = [(source_positions(tokenizer, source, s),
               line_positions(tokenizer.tgt, target.split(), t))

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from . import alignment
-from .alignment import hand_aligned, monotone
+from .alignment import hand_aligned, into_german, monotone
 from .common import markdown_table
 
 LENGTHS = (1, 2, 3)
@@ -69,13 +69,12 @@ def row(name: str, sources: list[str], targets: list[str], gold: list[set],
 def run_links(run: Path, sources: list[str], targets: list[str]) -> list[list]:
     """A run's word alignment of each reference to its source, as --alignment reads it."""
     from nmt_cli.alignment import hypothesis_attention, word_alignments
-    from nmt_cli.config import DecodeConfig
     from nmt_cli.guided_alignment import ALIGNMENT_LAYER
     from nmt_cli.translate import Translator
 
     translator = Translator.from_run(run, device="cpu")
     tokenizer = translator.run.tokenizer
-    src_ids = translator.encode(sources, DecodeConfig())
+    src_ids = translator.encode(sources, into_german(translator))
     tgt_ids = tokenizer.encode_tgt(targets)
     weights = hypothesis_attention(translator.run.model, src_ids, tgt_ids, translator.device,
                                    ALIGNMENT_LAYER)

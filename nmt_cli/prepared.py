@@ -289,8 +289,9 @@ def filter_settings(info: dict) -> dict[str, Any]:
 
 def check_filters(data_dir: Path, config: Config) -> None:
     """A resumed run needs the pairs it started with: its corpus, prepared again with another
-    data.max_len_ratio, would hand it others. (Runs made before the filters were adopted
-    kept their own data.max_len in config.json, so that one is not compared.)"""
+    data.max_len_ratio, would hand it others; and the same word links (data.alignments).
+    (Runs made before the filters were adopted kept their own data.max_len in config.json,
+    so that one is not compared.)"""
     info = read_info(data_dir)
     ratio = filter_settings(info)["data.max_len_ratio"]
     if ratio != config.data.max_len_ratio:

@@ -6,6 +6,7 @@ import gzip
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -729,16 +730,26 @@ def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k
         "val.de.gz", "val.en.gz"]
 
 
-@pytest.mark.parametrize("preset", ["multi30k-transformer-20m", "multi30k-gru"])
+@pytest.mark.parametrize(("preset", "tgt_lang"), [("multi30k-transformer-20m", "de"),
+                                                   ("multi30k-gru", "de"),
+                                                   ("multi30k-transformer-20m", "de,fr")])
 def test_guided_bench_aligns_trains_the_runs_and_scores_them(multi30k_layout, tmp_path,
-                                                             monkeypatch, preset):
+                                                             monkeypatch, preset, tgt_lang):
     """The aligner's two directions are joined and split into train's and val's links; the
     guided runs train on train's, and the runs and the aligner are scored on the pairs given
-    as hand-aligned (a stand-in aligner links each word to the word at its place). A GRU has
-    no run that teaches one head."""
+    as hand-aligned (a stand-in aligner links each word to the word at its place). A GRU, and
+    a model of two languages ("fr": the German again), have no run that teaches one head;
+    the second is taught the links of each language, and scored in each."""
     import bench.guided as guided
     from bench import alignment, markup
     from nmt_cli.data import read_lines
+
+    if tgt_lang != "de":
+        corpus = tmp_path / "corpus"
+        shutil.copytree(multi30k_layout, corpus)
+        for name in ("train", "val", "test_2016_flickr"):
+            shutil.copyfile(corpus / f"{name}.de.gz", corpus / f"{name}.fr.gz")
+        multi30k_layout = corpus
 
     aligner = tmp_path / "aligner"
     aligner.write_text(f"#!{sys.executable}\n" + """import sys
@@ -760,20 +771,28 @@ with open(src) as s, open(tgt) as t, open(forward, "w") as f, open(reverse, "w")
     monkeypatch.setattr(alignment, "read_gold", lambda: {1: gold[0], 2: gold[1], 3: gold[2]})
     tiny = ["model.d_model=32", "model.d_ff=64", "tokenizer.vocab_size=300",
             "train.validate_every=100000"]
-    result = guided.measure(multi30k_layout, 0.05, tmp_path / "out", tiny, preset)  # 3 s each
+    result = guided.measure(multi30k_layout, 0.05, tmp_path / "out", tiny, preset,
+                            tgt_lang)  # 3 s each
     out = tmp_path / "out"
     assert len((out / "eflomal" / "train.align").read_text().splitlines()) == 600
     assert (out / "eflomal" / "val.align").read_text().splitlines()[0] == " ".join(
         f"{k}-{k}" for k in range(min(len(sources[0].split()), len(targets[0].split()))))
-    names = ["unguided", "guided"] + ["guided-1-head"] * (preset != "multi30k-gru")
+    names = ["unguided", "guided"] + ["guided-1-head"] * (preset == "multi30k-transformer-20m"
+                                                          and tgt_lang == "de")
     configs = {name: json.loads((out / name / "config.json").read_text())["config"]
                for name in names}
     assert configs["unguided"]["data"]["alignments"] == ""
+    links = ",".join(str(out / folder / "train.align") for folder in
+                     ["eflomal", "eflomal-fr"][: len(tgt_lang.split(","))])
     for name in names[1:]:
-        assert configs[name]["data"]["alignments"] == str(out / "eflomal" / "train.align")
+        assert configs[name]["data"]["alignments"] == links
+        assert configs[name]["data"]["tgt_lang"] == tgt_lang
     assert [configs[name]["model"]["alignment_heads"] for name in names] == [0, 0, 1][:len(names)]
     assert {configs[name]["model"]["arch"] for name in names} == {preset.split("-")[1]}
     assert result["alignment"][0]["aer"] == 0.0  # the stand-in's links are the gold ones
-    assert [r["run"] for r in result["quality"]] == names
+    assert [r["run"] for r in result["quality"]] == (
+        names if tgt_lang == "de" else
+        [f"{name}, into {language}" for name in names for language in ("de", "fr")])
     assert all(r["steps"] > 0 for r in result["quality"])
-    assert f"| guided | {result['quality'][1]['steps']} |" in guided.markdown(result)
+    last = result["quality"][-1]
+    assert f"| {last['run']} | {last['steps']} |" in guided.markdown(result)
