@@ -147,7 +147,7 @@ def test_links_go_unread_where_their_weight_is_0_and_are_checked_on_resuming(lin
         check_filters(out, guided.config)
 
 
-def test_bad_or_damaged_links_are_one_line_errors(corpus, linked, tmp_path):
+def test_bad_or_damaged_links_are_one_line_errors(linked, tmp_path):
     folder, files = linked
     short = tmp_path / "short.align"
     short.write_text("0-0\n0-0\n")
