@@ -180,24 +180,24 @@ def read_info(data_dir: Path) -> dict:
     return info
 
 
-def read_lengths(index: Path, pairs: int, ids: tuple[int, ...], rows: int = 1 << 18
+def read_lengths(index: Path, pairs: int, files: dict[str, int], rows: int = 1 << 18
                  ) -> np.ndarray:
     """(pairs, sides) int32 lengths of each side (source and target; the links'), read a
     slice of the index (an offset and a length a side) at a time, each checked to lie within
-    its file (`ids`: the ids, or positions, in the file of each side)."""
-    width = 2 * len(ids)
-    lengths = np.empty((pairs, len(ids)), dtype=np.int32)
+    its file (`files`: the name of each side's, and the ids, or positions, it holds)."""
+    width = 2 * len(files)
+    lengths = np.empty((pairs, len(files)), dtype=np.int32)
     with open(index, "rb") as f:
         for start in range(0, pairs, rows):
             part = np.fromfile(f, dtype=np.int64, count=width * min(rows, pairs - start))
             part = part.reshape(-1, width)
-            for column, total in zip(range(0, width, 2), ids):
+            for column, (name, total) in zip(range(0, width, 2), files.items()):
                 offsets, counts = part[:, column], part[:, column + 1]
                 bad = (offsets < 0) | (counts < 0) | (offsets + counts > total)
                 if bad.any():
                     row = start + int(np.argmax(bad))
-                    raise UserError(f"{index}: pair {row + 1} points outside its id file; "
-                                    "prepare the corpus again")
+                    raise UserError(f"{index}: pair {row + 1} points outside {name}; prepare "
+                                    "the corpus again")
             lengths[start : start + len(part)] = part[:, 1::2]
     return lengths
 
@@ -230,7 +230,8 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
         if size != expected[name]:
             raise UserError(f"{paths[name]}: {size:,} bytes where {expected[name]:,} were "
                             "written; prepare the corpus again")
-    lengths = read_lengths(paths[INDEX], pairs, (info["src_ids"], info["tgt_ids"]))
+    lengths = read_lengths(paths[INDEX], pairs, {"train.src.bin": info["src_ids"],
+                                                 "train.tgt.bin": info["tgt_ids"]})
     return PreparedText(
         PreparedSide(paths["train.src.bin"], paths[INDEX], info["dtype"], 0, pairs, vocab[0]),
         PreparedSide(paths["train.tgt.bin"], paths[INDEX], info["dtype"], 2, pairs, vocab[1]),
@@ -256,7 +257,7 @@ def open_links(data_dir: Path, info: dict) -> PreparedLinks | None:
         if size != wanted:
             raise UserError(f"{path}: {size:,} bytes where {wanted:,} were written; prepare "
                             "the corpus again")
-    read_lengths(paths[1], pairs, (positions,))
+    read_lengths(paths[1], pairs, {LINKS: positions})
     return PreparedLinks(data_dir, dtype.name, pairs)
 
 

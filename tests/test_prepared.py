@@ -181,7 +181,8 @@ def test_bad_or_damaged_links_are_one_line_errors(linked, tmp_path):
     index = np.fromfile(out / "train.align.index.bin", np.int64).reshape(-1, 2)
     index[6, 0] = 10**9  # past the end of train.align.bin
     index.tofile(out / "train.align.index.bin")
-    with pytest.raises(UserError, match=r"train.align.index.bin: pair 7 points outside"):
+    with pytest.raises(UserError, match=r"train.align.index.bin: pair 7 points outside "
+                                        r"train.align.bin; prepare the corpus again"):
         open_prepared(out, "en", "de")
     (out / "train.align.bin").write_bytes(b"\0")
     with pytest.raises(UserError, match=r"train.align.bin: 1 bytes where .* were written"):
@@ -250,12 +251,13 @@ def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tm
     ids.write_bytes((prepared / "train.tgt.bin").read_bytes())
     index_path = damaged / "train.index.bin"
     whole = np.fromfile(index_path, np.int64).reshape(-1, 4)
-    for row, column, value in ((5, 1, -1),  # a negative source length
-                               (7, 2, 10**9)):  # a target offset past the end of its file
+    for row, column, value, name in ((5, 1, -1, "src"),  # a negative source length
+                                     (7, 2, 10**9, "tgt")):  # a target offset past its file
         index = whole.copy()
         index[row, column] = value
         index.tofile(index_path)
-        with pytest.raises(UserError, match=rf"index.bin: pair {row + 1} points outside its"):
+        with pytest.raises(UserError, match=rf"index.bin: pair {row + 1} points outside "
+                                            rf"train.{name}.bin; prepare the corpus again"):
             open_prepared(damaged, "en", "de")
     whole.tofile(index_path)
     src_ids = np.fromfile(damaged / "train.src.bin", np.uint16)
