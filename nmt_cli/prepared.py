@@ -472,25 +472,25 @@ class IdFileWriter:
         tgt_offsets, tgt_lengths, c.tgt_ids = self.append_ids(1, encoded.tgt, c.tgt_ids)
         rows = np.stack([src_offsets, src_lengths, tgt_offsets, tgt_lengths], axis=1)
         self.files[2].write(rows.astype(np.int64).tobytes())  # (pairs, 4)
-        if links is not None:
-            positions = [pair.reshape(-1) for pair in links]
-            offsets, lengths, written = self.append_ids(3, positions, 2 * c.links,
-                                                        self.link_dtype)
-            rows = np.stack([offsets, lengths], axis=1)
+        if links:
+            counts = np.fromiter(map(len, links), dtype=np.int64, count=len(links))
+            offsets = 2 * (c.links + np.cumsum(counts) - counts)  # in positions, two a link
+            self.files[3].write(np.concatenate(links).astype(self.link_dtype).tobytes())
+            rows = np.stack([offsets, 2 * counts], axis=1)
             self.files[4].write(rows.astype(np.int64).tobytes())  # (pairs, 2)
-            c.links, c.unlinked = written // 2, c.unlinked + unlinked
+            c.links, c.unlinked = c.links + int(counts.sum()), c.unlinked + unlinked
         c.pairs += len(encoded.src)
         c.empty += encoded.empty
         c.too_long += encoded.too_long
         c.uneven += encoded.uneven
 
-    def append_ids(self, file: int, sentences, written: int, dtype: type | None = None):
-        """Append sentences to id file `file` (as `dtype`, or the ids'); returns their offsets
-        and lengths (in ids) and the new count of ids in the file."""
+    def append_ids(self, file: int, sentences: list[list[int]], written: int):
+        """Append sentences to id file `file`; returns their offsets and lengths (in ids) and
+        the new count of ids in the file."""
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
         offsets = written + np.cumsum(lengths) - lengths
-        ids = np.fromiter((i for sentence in sentences for i in sentence),
-                          dtype=dtype or self.dtype, count=int(lengths.sum()))
+        ids = np.fromiter((i for sentence in sentences for i in sentence), dtype=self.dtype,
+                          count=int(lengths.sum()))
         self.files[file].write(ids.tobytes())
         return offsets, lengths, written + int(lengths.sum())
 
