@@ -188,6 +188,9 @@ class DecodeConfig:
     # Find the glossary's source terms in any case ("Bike" opening a sentence for "bike"), as
     # Google's ignoreCase does; the target term then follows the case of what was found
     glossary_ignore_case: bool = False
+    # Let a term's last word take an ending of one to three lower-case letters ("Fahrrad":
+    # "Fahrrads"; constrained.Pieces.endings): the model inflects the terms it is given
+    glossary_inflect: bool = False
     # Translate a line of several sentences one sentence at a time and join the translations
     # (sentences.py): models trained on sentence pairs drop or merge the sentences of a
     # paragraph read whole

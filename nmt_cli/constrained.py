@@ -13,7 +13,11 @@ constraint is met, and so is the end of the translation's last sentence: a hypot
 constraint unmet writes no more sentence ends (".", "!", "?") than its source has sentences
 before its last (`sentence_breaks`), or a term the model would rather not write would be put
 after the full stop ("... schiebt ein Gepäckstück. Hoteldiener."). A piece that would go on with the
-word a constraint ends in is ruled out too ("Fahrrad" never becomes "Fahrrads"). A hypothesis
+word a constraint ends in is ruled out too ("Fahrrad" never becomes "Fahrrads"), unless the
+search may inflect the terms (DecodeConfig.glossary_inflect): then a term's last word may take
+an ending (`Pieces.endings`: one to three lower-case letters), written as a piece of its own
+after the term ("▁Fahrrad" "s") or as the term's last piece with the ending joined to it
+("▁Hunde" for "▁Hund": `Pieces.longer`), and the word ends there. A hypothesis
 that could no longer place them all before the length limit gives way to those that can
 (`in_time`); one stopped by the limit with a constraint unmet ranks after every one that met
 them all. Constraint tokens are scored by the model like any other.
@@ -50,27 +54,58 @@ from .special_tokens import EOS_ID, SOS_ID
 from .tokenizer import WORD_START
 
 SENTENCE_END = frozenset(".!?")
+MAX_ENDING = 3  # letters of an ending an inflected term's last word may take
+# Progress.closing: the hypothesis's last token ended a constraint, whose word must end there,
+# or (inflecting, TERM_ENDED) may take an ending first; INFLECTED: it took one, the word ends
+TERM_ENDED, INFLECTED = 1, 2
 
 
 @dataclass(frozen=True)
 class Pieces:
     """What the search must know of the target pieces: (vocab,) masks of those that go on
-    with the word before them (neither open a word nor are special tokens or signs) and of
-    those that end a sentence, and the ids of the latter."""
+    with the word before them (neither open a word nor are special tokens or signs), of those
+    that end a sentence, and of the endings (pieces of one to three lower-case letters that go
+    on with a word: "s", "en", "ern"); the ids of the sentence ends and of the endings; and
+    for each piece the pieces that are it with an ending joined ("▁Hund": "▁Hunde",
+    "▁Hunden"), which an inflected term may end with."""
 
     continues_word: torch.Tensor
     ends_sentence: torch.Tensor
     sentence_ends: frozenset[int]
+    is_ending: torch.Tensor
+    endings: frozenset[int]
+    longer: dict[int, frozenset[int]]
 
     @classmethod
     def of(cls, pieces: list[str], device: torch.device) -> Pieces:
         """From the target vocabulary's pieces, in id order."""
         ends = {i for i, piece in enumerate(pieces) if i > EOS_ID
                 and piece.lstrip(WORD_START) and set(piece.lstrip(WORD_START)) <= SENTENCE_END}
+        endings = {i for i, piece in enumerate(pieces) if i > EOS_ID and is_ending(piece)}
+        ids = {piece: i for i, piece in enumerate(pieces) if i > EOS_ID}
+        longer: dict[int, set[int]] = {}
+        for i, piece in enumerate(pieces):
+            for cut in range(1, MAX_ENDING + 1):
+                stem = piece[:-cut]
+                if i > EOS_ID and stem.lstrip(WORD_START) and stem in ids \
+                        and is_ending(piece[-cut:]):
+                    longer.setdefault(ids[stem], set()).add(i)
         return cls(torch.tensor([i > EOS_ID and piece[:1].isalnum()
                                  for i, piece in enumerate(pieces)], device=device),
                    torch.tensor([i in ends for i in range(len(pieces))], device=device),
-                   frozenset(ends))
+                   frozenset(ends),
+                   torch.tensor([i in endings for i in range(len(pieces))], device=device),
+                   frozenset(endings), {i: frozenset(more) for i, more in longer.items()})
+
+    def ends_like(self, token: int, wanted: int) -> bool:
+        """Whether `token` may stand for a term's last piece `wanted` in an inflected term:
+        it is that piece with an ending joined."""
+        return token in self.longer.get(wanted, ())
+
+
+def is_ending(text: str) -> bool:
+    """One to MAX_ENDING lower-case letters: an inflectional ending, as "s", "en", "ern"."""
+    return 0 < len(text) <= MAX_ENDING and text.isalpha() and text.islower()
 
 
 def sentence_breaks(line: str) -> int:
@@ -86,38 +121,61 @@ class Progress:
     met: tuple[bool, ...]
     current: int = -1
     placed_of_current: int = 0
-    closing: bool = False  # its last token ended a constraint, whose word must end there
+    closing: int = 0  # 0, TERM_ENDED or INFLECTED (see there)
 
-    def after(self, token: int, constraints: list[list[int]]) -> Progress:
+    def after(self, token: int, constraints: list[list[int]],
+              inflect: Pieces | None = None) -> Progress:
         """The progress once `token` is added. A token that breaks off the constraint being
-        placed undoes that constraint's tokens so far (it must be placed whole, in one run)."""
+        placed undoes that constraint's tokens so far (it must be placed whole, in one run).
+        With `inflect` (the target pieces), a term's last piece may be one with an ending
+        joined, and a term just placed may take an ending."""
         if self.current >= 0:
             wanted = constraints[self.current]
-            if token == wanted[self.placed_of_current]:
-                return self.advanced(self.current, self.placed_of_current + 1, constraints)
+            if places(token, wanted, self.placed_of_current, inflect):
+                return self.advanced(self.current, self.placed_of_current + 1, constraints,
+                                     token != wanted[self.placed_of_current])
         for c, wanted in enumerate(constraints):  # the token may open one not met yet
-            if not self.met[c] and token == wanted[0]:
-                return self.advanced(c, 1, constraints)
+            if not self.met[c] and places(token, wanted, 0, inflect):
+                return self.advanced(c, 1, constraints, token != wanted[0])
+        if inflect is not None and self.closing == TERM_ENDED and token in inflect.endings:
+            return Progress(self.met, closing=INFLECTED)
         return Progress(self.met)
 
-    def advanced(self, c: int, placed: int, constraints: list[list[int]]) -> Progress:
+    def advanced(self, c: int, placed: int, constraints: list[list[int]],
+                 inflected: bool = False) -> Progress:
         if placed < len(constraints[c]):
             return Progress(self.met, c, placed)
-        return Progress(self.met[:c] + (True,) + self.met[c + 1 :], closing=True)
+        return Progress(self.met[:c] + (True,) + self.met[c + 1 :],
+                        closing=INFLECTED if inflected else TERM_ENDED)
 
     def placed(self, constraints: list[list[int]]) -> int:
         """Its bank: the constraint tokens placed (those of constraints met, and so far)."""
         return sum(len(c) for c, met in zip(constraints, self.met) if met) + self.placed_of_current
 
-    def next_tokens(self, constraints: list[list[int]]) -> set[int]:
-        """The tokens that place more of a constraint."""
+    def next_tokens(self, constraints: list[list[int]], inflect: Pieces | None = None) -> set[int]:
+        """The tokens that place more of a constraint (with `inflect`, a term's last piece
+        with an ending joined too)."""
         if self.current >= 0:
-            return {constraints[self.current][self.placed_of_current]}
-        return {c[0] for c, met in zip(constraints, self.met) if not met}
+            return choices(constraints[self.current], self.placed_of_current, inflect)
+        return set().union(*(choices(c, 0, inflect) for c, met in zip(constraints, self.met)
+                             if not met))
 
     @property
     def complete(self) -> bool:
         return all(self.met)
+
+
+def places(token: int, wanted: list[int], at: int, inflect: Pieces | None) -> bool:
+    """Whether `token` places piece `at` of the constraint `wanted`."""
+    return token == wanted[at] or (inflect is not None and at == len(wanted) - 1
+                                   and inflect.ends_like(token, wanted[at]))
+
+
+def choices(wanted: list[int], at: int, inflect: Pieces | None) -> set[int]:
+    """The tokens that place piece `at` of the constraint `wanted`."""
+    if inflect is None or at < len(wanted) - 1:
+        return {wanted[at]}
+    return {wanted[at], *inflect.longer.get(wanted[at], ())}
 
 
 @dataclass(frozen=True)
@@ -199,14 +257,18 @@ def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limits: list[int]
                             constraints: list[list[list[int]]], beam_size: int, alpha: float,
                             min_len: int = 0, no_repeat_ngram: int = 0,
                             forced: torch.Tensor | None = None, pieces: Pieces | None = None,
-                            breaks: list[int] | None = None) -> list[list[Hypothesis]]:
+                            breaks: list[int] | None = None,
+                            inflect: bool = False) -> list[list[Hypothesis]]:
     """The `beam_size` best hypotheses of each sentence of a padded batch (src: (n, src_len))
     that contain each of its `constraints` (runs of target ids), best first; `limits`: each
     sentence's output limit; `forced`: the target prefixes (prefix_tensor) or None;
     `pieces`: the target vocabulary's (None: no piece ruled out for going on with a word or
-    ending a sentence); `breaks`: each source's sentence_breaks (None: 0). Every sentence
+    ending a sentence); `breaks`: each source's sentence_breaks (None: 0); `inflect`: a term's
+    last word may take an ending (needs `pieces`; see the module's docstring). Every sentence
     keeps k rows in the batch. Each step reads its candidates to the host once."""
     n, k, device = src.size(0), beam_size, src.device
+    if inflect and pieces is None:
+        raise ValueError("inflecting terms needs the target pieces")
     state = model.start(src).select(torch.arange(n, device=device).repeat_interleave(k), k)
     sentences = [Sentence(own, limit, k, b) for own, limit, b in zip(
         constraints, limits, breaks or [0] * n)]
@@ -218,10 +280,11 @@ def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limits: list[int]
         logits, state = model.decode_step(last, state)
         may_end = [ok for s in alive for ok in sentences[s].may_end_sentence()]
         scores = step_scores(logits, live, may_end, step, min_len, no_repeat_ngram, forced,
-                             pieces)
+                             pieces, inflect)
         keep, rows = [], []
         ends = pieces.sentence_ends if pieces is not None else frozenset()
-        for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step)):
+        for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step,
+                                             pieces if inflect else None)):
             parents = sentences[alive[i]].advance(found, step, alpha, ends)
             if parents is not None:
                 keep.append(i)
@@ -246,12 +309,13 @@ def in_time(found: list[Candidate], constraints: list[list[int]],
 
 def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], step: int,
                 min_len: int, no_repeat_ngram: int, forced: torch.Tensor | None,
-                pieces: Pieces | None = None) -> torch.Tensor:
+                pieces: Pieces | None = None, inflect: bool = False) -> torch.Tensor:
     """(live, vocab) the log-probability of each hypothesis with each next token, as plain
     beam search has it; then <eos> ruled out for a hypothesis with a constraint unmet, the
     sentence ends for one that may write no more (`may_end`, per hypothesis), and the pieces
-    that go on with a word right after a constraint ends: after the softmax, so what is left
-    keeps the model's probabilities (as fairseq rules out <eos>)."""
+    that go on with a word right after a constraint ends (with `inflect`, all but the endings,
+    and then all once it took one): after the softmax, so what is left keeps the model's
+    probabilities (as fairseq rules out <eos>)."""
     logits = forbid_special_tokens(logits.float(), step >= min_len)
     if no_repeat_ngram:
         history = torch.tensor([p.tokens for p in live], device=logits.device)
@@ -260,10 +324,14 @@ def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], 
     unmet = torch.tensor([not p.progress.complete for p in live], device=logits.device)
     log_probs[:, EOS_ID] = log_probs[:, EOS_ID].masked_fill(unmet, float("-inf"))
     if pieces is not None:
+        after_term = pieces.continues_word & ~pieces.is_ending if inflect \
+            else pieces.continues_word
         for rows, mask in (([row for row, ok in enumerate(may_end) if not ok],
                             pieces.ends_sentence),
-                           ([row for row, p in enumerate(live) if p.progress.closing],
-                            pieces.continues_word)):
+                           ([row for row, p in enumerate(live)
+                             if p.progress.closing == TERM_ENDED], after_term),
+                           ([row for row, p in enumerate(live)
+                             if p.progress.closing == INFLECTED], pieces.continues_word)):
             if rows:
                 log_probs[rows] = log_probs[rows].masked_fill(mask, float("-inf"))
     if forced is not None:
@@ -272,14 +340,15 @@ def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], 
     return totals.unsqueeze(1) + log_probs
 
 
-def candidates(scores: torch.Tensor, sentences: list[Sentence],
-               step: int) -> list[list[Candidate]]:
+def candidates(scores: torch.Tensor, sentences: list[Sentence], step: int,
+               inflect: Pieces | None = None) -> list[list[Candidate]]:
     """Each sentence's candidates of this step (see the module's docstring), each once, none
-    of probability 0; `scores`: (sentences * k, vocab). All read to the host in one copy."""
+    of probability 0; `scores`: (sentences * k, vocab); `inflect`: the target pieces when a
+    term's last word may take an ending. All read to the host in one copy."""
     k, vocab = sentences[0].k, scores.size(1)
     wanted = [(i * k + row, token) for i, s in enumerate(sentences)
               for row, p in enumerate(s.live) for token in sorted(p.progress.next_tokens(
-                  s.constraints))]
+                  s.constraints, inflect))]
     top = scores.view(len(sentences), k * vocab).topk(2 * k, dim=1)  # (sentences, 2k)
     best = scores.max(-1)  # (sentences * k,)
     rows = torch.tensor([r for r, _ in wanted], dtype=torch.long, device=scores.device)
@@ -296,7 +365,8 @@ def candidates(scores: torch.Tensor, sentences: list[Sentence],
         if value == float("-inf") or (parent, token) in found[i]:
             return
         progress = s.live[parent].progress
-        progress = progress if token == EOS_ID else progress.after(token, s.constraints)
+        progress = progress if token == EOS_ID else progress.after(token, s.constraints,
+                                                                    inflect)
         found[i][parent, token] = Candidate(parent, token, value, progress,
                                             progress.placed(s.constraints),
                                             token == EOS_ID or step + 1 >= s.limit)
@@ -340,7 +410,8 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
         found = constrained_beam_search(
             model, source_tensor(srcs).to(device), limits, [constraints[i] for i in chunk],
             config.beam, config.alpha, config.min_len, config.no_repeat_ngram,
-            prefix_tensor(own, device), pieces, [breaks[i] for i in chunk] if breaks else None)
+            prefix_tensor(own, device), pieces, [breaks[i] for i in chunk] if breaks else None,
+            config.glossary_inflect)
         outputs.update((i, hyps[:nbest]) for i, hyps in zip(chunk, found))
     return [outputs[i] for i in range(len(src_ids))]
 

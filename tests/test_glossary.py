@@ -18,11 +18,14 @@ from test_search import TABLE, A, B, TableModel
 
 from nmt_cli.config import DecodeConfig, check_engine
 from nmt_cli.constrained import (
+    INFLECTED,
+    TERM_ENDED,
     Candidate,
     Pieces,
     Progress,
     allocate,
     constrained_beam_search,
+    is_ending,
     sentence_breaks,
     translate_constrained,
 )
@@ -57,6 +60,66 @@ def test_progress_places_a_constraint_whole_and_undoes_one_broken_off():
     assert done.met == (True, False) and done.closing and not done.complete
     assert not done.after(4, constraints).closing
     assert done.after(5, constraints).complete
+
+
+# Pieces of a vocabulary in which "▁Hund" takes endings: "▁Hunde" is it with one joined; "e"
+# and "en" are endings, "führer" goes on with a word but is none, "E" and "▁läuft" neither.
+HUND, HUNDE, E, FUEHRER, EN, LAEUFT, EIN = range(4, 11)
+INFLECTING = ["<pad>", "<unk>", "<s>", "</s>", "▁Hund", "▁Hunde", "e", "führer", "en",
+              "▁läuft", "▁Ein", "E", "5", "abcd", "▁"]
+
+
+def test_pieces_know_the_endings_and_the_pieces_that_end_in_one():
+    pieces = Pieces.of(INFLECTING, CPU)
+    assert pieces.endings == {E, EN} and pieces.is_ending.nonzero().flatten().tolist() == [E, EN]
+    assert pieces.longer == {HUND: {HUNDE}, E: {EN}}  # a term ending in "e" may end in "en"
+    assert pieces.ends_like(HUNDE, HUND) and not pieces.ends_like(HUND, HUNDE)
+
+
+def test_progress_of_an_inflected_term():
+    """Inflecting, a term's last piece may be one with an ending joined (the word then ends),
+    or the term may take an ending as a piece of its own (once); the first pieces of a term
+    of several stay as given."""
+    start, inflect = Progress((False,)), Pieces.of(INFLECTING, CPU)
+    assert start.next_tokens([[HUND]]) == {HUND}
+    assert start.next_tokens([[HUND]], inflect) == {HUND, HUNDE}
+    assert start.next_tokens([[HUND, HUND]], inflect) == {HUND}
+    assert start.after(HUNDE, [[HUND]]).met == (False,)  # not without inflecting
+    joined = start.after(HUNDE, [[HUND]], inflect)
+    assert joined.complete and joined.closing == INFLECTED
+    placed = start.after(HUND, [[HUND]], inflect)
+    assert placed.complete and placed.closing == TERM_ENDED
+    assert placed.after(E, [[HUND]], inflect).closing == INFLECTED
+    assert placed.after(E, [[HUND]]).closing == 0
+    assert placed.after(E, [[HUND]], inflect).after(EN, [[HUND]], inflect).closing == 0
+    two = start.after(HUND, [[HUND, HUND]], inflect)
+    assert two.after(HUNDE, [[HUND, HUND]], inflect).complete
+
+
+# After "▁Ein" the model would write "▁Hunde" (0.6), "▁läuft" (0.3), rarely "▁Hund" (0.1),
+# which it would go on as "▁Hundführer" (0.5) or "▁Hunde" (0.3).
+INFLECTING_TABLE = {2: {EIN: 1.0}, EIN: {HUNDE: 0.6, HUND: 0.1, LAEUFT: 0.3},
+                    HUND: {FUEHRER: 0.5, E: 0.3, LAEUFT: 0.2}, HUNDE: {EN: 0.5, LAEUFT: 0.5},
+                    E: {EN: 0.9, LAEUFT: 0.1}, FUEHRER: {LAEUFT: 1.0}, EN: {LAEUFT: 1.0},
+                    LAEUFT: {EOS_ID: 1.0}}
+
+
+def test_an_inflected_term_takes_the_ending_the_model_would_write():
+    """The term "▁Hund": as given, the word ends after it ("▁Ein ▁Hund ▁läuft"); inflected,
+    the model writes "▁Hunde" as it would, or "▁Hund" "e". No hypothesis takes more than one
+    ending ("▁Hunde" "en", "▁Hund" "e" "en"), nor goes on with a piece that is none
+    ("führer")."""
+    model, pieces = TableModel(INFLECTING_TABLE, len(INFLECTING)), Pieces.of(INFLECTING, CPU)
+    given, inflected = (constrained_beam_search(model, torch.tensor([[EIN]]), [5], [[[HUND]]],
+                                                beam_size=3, alpha=0.0, pieces=pieces,
+                                                inflect=inflect)[0] for inflect in (False, True))
+    # the beam's other places go to hypotheses the model gives no probability
+    likely = [[h.tokens for h in found if h.log_prob > -1e6] for found in (given, inflected)]
+    assert likely[0] == [[EIN, HUND, LAEUFT]]
+    assert likely[1] == [[EIN, HUNDE, LAEUFT], [EIN, HUND, E, LAEUFT]]
+    with pytest.raises(ValueError, match="target pieces"):
+        constrained_beam_search(model, torch.tensor([[EIN]]), [5], [[[HUND]]], beam_size=3,
+                                alpha=0.0, inflect=True)
 
 
 def test_allocate_deals_the_banks_in_turn_fullest_first():
@@ -244,6 +307,14 @@ def test_translate_glossary(tiny_run, tmp_path):
     shouted = invoke("translate", *common, "A MAN.", "--glossary", glossary,
                      "--glossary-ignore-case")
     assert shouted.exit_code == 0 and "MANN" in shouted.stdout, shouted.output
+    inflected = invoke("translate", *common, "-i", str(source), "--glossary", glossary,
+                       "--glossary-inflect", "--nbest", "2", "--format", "jsonl")
+    assert inflected.exit_code == 0, inflected.output
+    for line, terms in ((0, ["Mann"]), (3, ["Mann", "Hund"])):
+        for h in json.loads(inflected.stdout.splitlines()[line])["hypotheses"]:
+            found = [w.strip(".,") for w in h["text"].split()]
+            assert all(any(w == term or (w.startswith(term) and is_ending(w[len(term):]))
+                           for w in found) for term in terms), h["text"]
     pictured = invoke("attention", *common, LINES[3], "--glossary", glossary, "--json")
     assert pictured.exit_code == 0, pictured.output
     best = json.loads(lines[3])["hypotheses"][0]["text"]
