@@ -26,7 +26,7 @@ from .markup import Marked, parsed
 from .translate import Split, Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
-                  "copy_unknown", "glossary", "split_sentences")
+                  "copy_unknown", "glossary", "glossary_inflect", "split_sentences")
 MAX_TERMS = 1000  # entries of a request's "glossary"
 
 
@@ -112,8 +112,9 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     and puts them back into the translations; "copy_unknown": true copies the words the
     vocabulary cannot spell into them; "glossary" maps source terms to the target terms
     their translations must use, over the server's (decode.glossary; `glossary`: that file
-    read already); "split_sentences" (default: the server's) translates each sentence of a
-    line on its own. The sentences and the terms found in each go with the query; its
+    read already); "glossary_inflect" (default: the server's) lets the terms' last words take
+    an ending; "split_sentences" (default: the server's) translates each sentence of a line on
+    its own. The sentences and the terms found in each go with the query; its
     settings then name no glossary and no splitting, which the server does."""
     if glossary is None and decode.glossary:
         glossary = read_glossary(decode.glossary)
@@ -131,7 +132,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
                             "more")
     nbest = whole_number(request, "nbest", 1, beam, "the beam")
     flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
-    flags["split_sentences"] = request.get("split_sentences", decode.split_sentences)
+    for flag in ("glossary_inflect", "split_sentences"):  # the server's by default
+        flags[flag] = request.get(flag, getattr(decode, flag))
     for flag, value in flags.items():
         if not isinstance(value, bool):
             raise ApiError(422, f'"{flag}" must be true or false')
@@ -159,6 +161,7 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         split = Split.of(texts, len(languages or []) > 1)
         texts = split.sentences()
     return Query(lines, dataclasses.replace(decode, beam=beam, tgt_lang=tgt_lang, glossary="",
+                                            glossary_inflect=flags["glossary_inflect"],
                                             split_sentences=False),
                  nbest, None if split else prefixes, flags["alignment"], marked,
                  flags["copy_unknown"], None if glossary is None else [
@@ -298,6 +301,7 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "best_val_bleu": bleu,
         "glossary_terms": len(glossary.terms) if glossary is not None else 0,
         "defaults": {"beam": decode.beam, "nbest": 1, "tgt_lang": decode.tgt_lang,
+                     "glossary_inflect": decode.glossary_inflect,
                      "split_sentences": decode.split_sentences},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "beam": settings.max_beam, "glossary_terms": MAX_TERMS},

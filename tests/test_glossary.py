@@ -375,10 +375,17 @@ def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):
     assert asked.terms == [["Mann", "Köter"], ["Katze"]] and asked.config.glossary == ""
     assert query({"text": "A man."}).terms == [["Mann"]]
     assert query({"text": "A man."}, config=DecodeConfig()).terms is None
+    assert not query({"text": "A man."}).config.glossary_inflect  # the server's default
+    assert query({"text": "A man.", "glossary_inflect": True}).config.glossary_inflect
+    inflecting = DecodeConfig(glossary=decode.glossary, glossary_inflect=True)
+    assert query({"text": "A man."}, config=inflecting).config.glossary_inflect
+    assert not query({"text": "A man.", "glossary_inflect": False},
+                     config=inflecting).config.glossary_inflect
     for request, status, message in (
             ({"glossary": {str(i): "x" for i in range(1001)}}, 413, "at most 1,000"),
             ({"glossary": {"man": ""}}, 422, "must map source terms"),
-            ({"glossary": {"man": "Mann"}, "beam": 1}, 422, "beam search")):
+            ({"glossary": {"man": "Mann"}, "beam": 1}, 422, "beam search"),
+            ({"glossary_inflect": "yes"}, 422, '"glossary_inflect" must be true or false')):
         with pytest.raises(ApiError, match=message) as refused:
             query({"text": "A man.", **request})
         assert refused.value.status == status

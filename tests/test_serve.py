@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -331,18 +332,20 @@ def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, tran
     own = translator.translate_nbest(lines, DecodeConfig(beam=3, **SHORT), 2,
                                      terms=[["Herr", "Hund"], ["Frauen"], ["Herr"]])
     assert all("Frauen" in h.text for h in own[1])
+    inflected = translator.translate_nbest(lines, replace(config, glossary_inflect=True), 2)
     server = Server(run_dir, *SHORT_OPTIONS, "--glossary", str(glossary))
     try:
         answers = [call(server.url + "/translate", {"text": lines, "beam": 3, "nbest": 2,
                                                     **extra})
-                   for extra in ({}, {"glossary": {"man": "Herr", "women": "Frauen"}})]
+                   for extra in ({}, {"glossary": {"man": "Herr", "women": "Frauen"}},
+                                 {"glossary_inflect": True})]
         refused = [call(server.url + "/translate", {"text": lines, **extra}) for extra in (
             {"beam": 1}, {"glossary": {"man": 3}}, {"glossary": ["man", "Mann"]},
             {"glossary": {"man": "Ωμέγα"}})]
         info = call(server.url + "/info")[2]
     finally:
         assert server.stop() == 0
-    for (status, _, answer), hypotheses in zip(answers, (wanted, own)):
+    for (status, _, answer), hypotheses in zip(answers, (wanted, own, inflected)):
         assert status == 200, answer
         assert [[h["text"] for h in line["nbest"]] for line in answer["translations"]] == [
             [h.text for h in hyps] for hyps in hypotheses]
@@ -350,7 +353,7 @@ def test_a_glossary_served_places_its_terms_as_the_translator_does(run_dir, tran
     assert "beam search" in refused[0][2]["error"]
     assert "must map source terms to target terms" in refused[1][2]["error"]
     assert "'Ωμέγα'" in refused[3][2]["error"]
-    assert info["glossary_terms"] == 2
+    assert info["glossary_terms"] == 2 and info["defaults"]["glossary_inflect"] is False
     glossary.write_text("man\tMann\ndog\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["serve", str(run_dir), "--glossary", str(glossary),
                                       "--port", "0"])
