@@ -796,3 +796,44 @@ with open(src) as s, open(tgt) as t, open(forward, "w") as f, open(reverse, "w")
     assert all(r["steps"] > 0 for r in result["quality"])
     last = result["quality"][-1]
     assert f"| {last['run']} | {last['steps']} |" in guided.markdown(result)
+
+
+def test_glossary_bench_draws_base_forms_and_decodes_each_setting_both_ways(multi30k_layout,
+                                                                            tmp_path):
+    """A base form is the shortest known word that a noun extends by an ending; a term is
+    held inflected when its last word is whole or takes an ending; each setting is decoded
+    as given and inflected, and a term that is the reference's word is counted alike both
+    ways."""
+    import random
+
+    from test_nbest import train_tiny_run
+
+    from bench.glossary import (
+        SETTINGS,
+        base_form,
+        draw_terms,
+        holds_inflected,
+        markdown,
+        measure,
+    )
+
+    known = {"Hund", "Hunde", "rot", "Auto", "Wette"}
+    assert [base_form(w, known) for w in ("Hunden", "Hunde", "roten", "Autos", "Wetter",
+                                          "Autobahn", "Hund")] == [
+        "Hund", "Hund", "rot", "Auto", "Wette", None, None]
+    assert holds_inflected("Zwei Hunde laufen.", "Hund")
+    assert holds_inflected("Ein roter Hund.", "roter Hund")
+    assert not holds_inflected("Ein Hundeführer.", "Hund")  # "eführer" is no ending
+    assert not holds_inflected("Ein roter Hund.", "rot Hund")  # only the last word inflects
+    reference, output = "Zwei Hunde sehen Autos und die Hunden.", "Zwei Hunde sehen."
+    drawn = {tuple(draw_terms(reference, output, 1, 1, random.Random(seed), known))
+             for seed in range(20)}
+    assert drawn == {("Autos",), ("Hunden",)}  # not the first word, nor one the output has
+    run = train_tiny_run(tmp_path, test_sentences=30)
+    rows = measure([run], multi30k_layout, 30)
+    assert [(r["setting"], r["search"]) for r in rows] == [
+        (setting, search) for setting in SETTINGS for search in ("as given", "inflected")]
+    for row in rows:
+        if row["setting"] != "one word, base form" and row["search"] == "as given":
+            assert row["reference_words"] == row["terms_placed"] > 50, row
+    assert markdown(rows).count("\n") == len(rows) + 1
