@@ -14,9 +14,13 @@ as given and inflected (--glossary-inflect), and without (plain beam search). Th
 per run, setting and search, the share of terms placed (whole; inflected: whole or with an
 ending), the share of the reference's words in the translations, BLEU against the reference,
 and seconds for the set. A term drawn from the reference lifts BLEU by itself; the gain says
-the search fits the rest of the sentence around it, a loss that it does not.
+the search fits the rest of the sentence around it, a loss that it does not. With `--pair
+en-fr` or `en-cs` the runs translate into French or Czech, whose training text gives the base
+forms, and whose nouns are not capitalised: any word but the first may be drawn as one. The
+rule suits German; in Czech it seldom finds a lemma ("bíl" for "bílý", "kost" for "kostýmu").
 
-    python -m bench.glossary RUN [RUN ...] [--data DIR] [--sentences 1000] [--json FILE]
+    python -m bench.glossary RUN [RUN ...] [--pair en-de] [--data DIR] [--sentences 1000]
+                             [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ SETTINGS = {"one word": (1, 1), "two words": (2, 1), "a two-word term": (1, 2),
             "one word, base form": (1, 1)}
 BASE_FORM = "one word, base form"
 SEARCHES = {"as given": False, "inflected": True}
+PAIRS = ("en-de", "en-fr", "en-cs")  # Multi30k's pairs with a test_2016_flickr
 
 
 def words(text: str) -> list[str]:
@@ -70,15 +75,16 @@ def base_form(word: str, known: set[str]) -> str | None:
 
 
 def draw_terms(reference: str, output: str, count: int, length: int,
-               rng: random.Random, known: set[str] | None = None) -> list[str]:
+               rng: random.Random, known: set[str] | None = None,
+               capitalised: bool = True) -> list[str]:
     """`count` runs of `length` reference words that `output` lacks (fewer if there are not
-    so many), none overlapping; with `known` (words), only nouns (capitalised, not the
-    first word) that have a base form among them."""
+    so many), none overlapping; with `known` (words), only nouns (not the first word, and
+    capitalised, in German: `capitalised`) that have a base form among them."""
     ref = words(reference)
     spans = [i for i in range(len(ref) - length + 1)
              if all(w.isalpha() for w in ref[i : i + length])
              and not holds(output, " ".join(ref[i : i + length]))
-             and (known is None or (i > 0 and ref[i][0].isupper()
+             and (known is None or (i > 0 and (ref[i][0].isupper() or not capitalised)
                                     and base_form(ref[i], known) is not None))]
     rng.shuffle(spans)
     chosen: list[int] = []
@@ -88,7 +94,8 @@ def draw_terms(reference: str, output: str, count: int, length: int,
     return [" ".join(ref[i : i + length]) for i in sorted(chosen)]
 
 
-def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
+def measure(runs: list[Path], data: Path | None, sentences: int,
+            pair: str = "en-de") -> list[dict]:
     import sacrebleu
 
     from nmt_cli.config import DecodeConfig
@@ -96,10 +103,11 @@ def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
     from nmt_cli.data import read_lines
     from nmt_cli.translate import Translator
 
-    corpus = multi30k_dir(data)
-    sources = read_lines(corpus / "test_2016_flickr.en.gz")[:sentences]
-    references = read_lines(corpus / "test_2016_flickr.de.gz")[:sentences]
-    known = {w for line in read_lines(corpus / "train.de.gz") for w in words(line)}
+    src, tgt = pair.split("-")
+    corpus = multi30k_dir(data, pair)
+    sources = read_lines(corpus / f"test_2016_flickr.{src}.gz")[:sentences]
+    references = read_lines(corpus / f"test_2016_flickr.{tgt}.gz")[:sentences]
+    known = {w for line in read_lines(corpus / f"train.{tgt}.gz") for w in words(line)}
     config = DecodeConfig(beam=5, device="cpu")
     rows = []
     for run in runs:
@@ -111,8 +119,8 @@ def measure(runs: list[Path], data: Path | None, sentences: int) -> list[dict]:
         src_ids = translator.encode(sources, config)
         for name, (count, length) in SETTINGS.items():
             rng = random.Random(1)
-            wanted = [draw_terms(r, o, count, length, rng, known if name == BASE_FORM else None)
-                      for r, o in zip(references, plain)]  # the reference's words
+            wanted = [draw_terms(r, o, count, length, rng, known if name == BASE_FORM else None,
+                                 tgt == "de") for r, o in zip(references, plain)]
             terms = [[base_form(w, known) for w in own] for own in wanted] \
                 if name == BASE_FORM else wanted
             ids = [tokenizer.encode_tgt(own) if own else [] for own in terms]
@@ -152,13 +160,16 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
-    parser.add_argument("runs", type=Path, nargs="+", help="English-German run directories")
+    parser.add_argument("runs", type=Path, nargs="+", help="run directories of the pair")
+    parser.add_argument("--pair", choices=PAIRS, default="en-de",
+                        help="the language pair (en-de)")
     add_data_option(parser)
     parser.add_argument("--sentences", type=int, default=1000,
                         help="the first N of test_2016_flickr (default: all 1,000)")
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
-    report_table(lambda: measure(args.runs, args.data, args.sentences), args.json, markdown)
+    report_table(lambda: measure(args.runs, args.data, args.sentences, args.pair), args.json,
+                 markdown)
 
 
 if __name__ == "__main__":

@@ -825,10 +825,11 @@ def test_glossary_bench_draws_base_forms_and_decodes_each_setting_both_ways(mult
     assert holds_inflected("Ein roter Hund.", "roter Hund")
     assert not holds_inflected("Ein Hundeführer.", "Hund")  # "eführer" is no ending
     assert not holds_inflected("Ein roter Hund.", "rot Hund")  # only the last word inflects
-    reference, output = "Zwei Hunde sehen Autos und die Hunden.", "Zwei Hunde sehen."
-    drawn = {tuple(draw_terms(reference, output, 1, 1, random.Random(seed), known))
-             for seed in range(20)}
-    assert drawn == {("Autos",), ("Hunden",)}  # not the first word, nor one the output has
+    reference, output = "Zwei Hunde sehen rote Autos und die Hunden.", "Zwei Hunde sehen."
+    for capitalised, nouns in ((True, {"Autos", "Hunden"}), (False, {"rote", "Autos", "Hunden"})):
+        drawn = {word for seed in range(30) for word in draw_terms(
+            reference, output, 1, 1, random.Random(seed), known, capitalised)}
+        assert drawn == nouns  # not the first word, nor one the output has
     run = train_tiny_run(tmp_path, test_sentences=30)
     rows = measure([run], multi30k_layout, 30)
     assert [(r["setting"], r["search"]) for r in rows] == [
