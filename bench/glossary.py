@@ -51,15 +51,13 @@ def holds(text: str, term: str) -> bool:
 
 def holds_inflected(text: str, term: str) -> bool:
     """Whether `text` holds `term`, its last word whole or with an ending
-    (constrained.is_ending)."""
-    from nmt_cli.constrained import is_ending
+    (constrained.inflects)."""
+    from nmt_cli.constrained import inflects
 
-    wanted, found = words(term), words(text)
-    return any(found[i : i + len(wanted) - 1] == wanted[:-1]
-               and found[i + len(wanted) - 1].startswith(wanted[-1])
-               and (found[i + len(wanted) - 1] == wanted[-1]
-                    or is_ending(found[i + len(wanted) - 1][len(wanted[-1]):]))
-               for i in range(len(found) - len(wanted) + 1))
+    *first, last = words(term)
+    found = words(text)
+    return any(found[i : i + len(first)] == first and inflects(found[i + len(first)], last)
+               for i in range(len(found) - len(first)))
 
 
 def base_form(word: str, known: set[str]) -> str | None:

@@ -108,6 +108,12 @@ def is_ending(text: str) -> bool:
     return 0 < len(text) <= MAX_ENDING and text.isalpha() and text.islower()
 
 
+def inflects(word: str, term: str) -> bool:
+    """Whether `word` is what an inflected search may write for a term's last word `term`:
+    the word itself, or it with an ending ("Hunde" for "Hund")."""
+    return word == term or (word.startswith(term) and is_ending(word[len(term):]))
+
+
 def sentence_breaks(line: str) -> int:
     """The sentence ends of a line before its last sentence: "Hello. How are you?" has 1."""
     return len(re.findall(r"[.!?]+\s+(?=\S)", line))
