@@ -42,7 +42,7 @@ def score(run_dir: Path, corpus: Path) -> dict:
     from dataclasses import asdict
 
     from nmt_cli.config import DecodeConfig
-    from nmt_cli.evaluate import bleu_by_length, evaluate_run
+    from nmt_cli.evaluation import bleu_by_length, evaluate_run
 
     evaluation = evaluate_run(run_dir, corpus / "test_2016_flickr.en.gz",
                               corpus / "test_2016_flickr.de.gz",

@@ -81,7 +81,7 @@ def decode_all(run: Path, out: Path, lines: list[str], repeats: int) -> dict:
 
 def figures(found: dict, references: list[str]) -> dict:
     """Sentences/s, BLEU, and agreement with nmt's own search, per search and engine."""
-    from nmt_cli.evaluate import evaluate
+    from nmt_cli.evaluation import evaluate
 
     results: dict[str, dict] = {}
     for search, by_engine in found.items():

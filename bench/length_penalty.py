@@ -25,7 +25,7 @@ def val_bleu(runs: list[Path], settings: list[tuple[int, float]]) -> dict[str, d
     from nmt_cli.checkpoint import read_config
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import corpus_dir, load_split
-    from nmt_cli.evaluate import evaluate
+    from nmt_cli.evaluation import evaluate
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 

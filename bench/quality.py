@@ -81,7 +81,7 @@ def score(run_dir: Path, corpus: Path, pair: str = "en-de",
     from nmt_cli.checkpoint import read_config
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
-    from nmt_cli.evaluate import evaluate
+    from nmt_cli.evaluation import evaluate
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 

@@ -105,7 +105,7 @@ RACERS = {"nmt": race_nmt, "eole": race_eole, "marian": race_marian, "joeynmt": 
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:
-    from nmt_cli.evaluate import evaluate
+    from nmt_cli.evaluation import evaluate
 
     bleu, chrf = evaluate(hypotheses, references, ("bleu", "chrf"))
     return {"bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),

@@ -29,7 +29,7 @@ from .alignment import (
     word_links,
 )
 from .checkpoint import Run
-from .config import DecodeConfig, check_choice
+from .config import ATTENTION_KINDS, DecodeConfig, check_choice
 from .data import Batch
 from .devices import mixed_precision
 from .errors import UserError
@@ -40,7 +40,6 @@ from .search import translate_ids
 from .translate import Translator
 from .validation import GREEDY
 
-ATTENTION_KINDS = ("cross", "encoder", "decoder")
 LAYER_WORDS = ("all",)  # --layer N | all (default: the last layer)
 HEAD_WORDS = ("all", "mean")  # --head N | all (every head, then their mean) | mean
 

@@ -24,14 +24,12 @@ from pathlib import Path
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
-from .config import DecodeConfig
+from .config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from .data import read_lines
 from .errors import UserError
 from .translate import Translator
 
-METHODS = ("bootstrap", "ar", "both")
 TEST_TYPES = {"bootstrap": "bs", "ar": "ar"}  # sacreBLEU's names
-DEFAULT_SEED = 12345  # sacreBLEU's own default
 
 
 @dataclass(frozen=True)
@@ -91,11 +89,12 @@ def load_systems(paths: list[Path], ref: Path, src: Path | None = None,
 
 def compare(systems: list[tuple[str, list[str]]], references: list[str],
             reference_name: str = "reference", method: str = "both", samples: int = 0,
-            seed: int = DEFAULT_SEED) -> Comparison:
+            seed: int = COMPARE_SEED) -> Comparison:
     """Score each (name, translations) system and test it against the first. `samples`:
     bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and 10000)."""
-    if method not in METHODS:
-        raise UserError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
+    if method not in COMPARE_METHODS:
+        raise UserError(f"--method must be one of {', '.join(COMPARE_METHODS)} "
+                        f"(got {method!r})")
     if len(systems) < 2:
         raise UserError("compare needs at least two systems")
     if samples < 0 or seed < 1:  # sacreBLEU leaves the tests unseeded for seed 0

@@ -35,6 +35,11 @@ QUANTIZATIONS = ("none", "int8")
 ENGINES = ("torch", "ctranslate2")  # who decodes: nmt's own search, or a CTranslate2 export
 EXPORT_FORMATS = ("ctranslate2",)
 EXPORT_QUANTIZATIONS = ("float32", "int8", "int8_float32", "float16")  # CTranslate2 weight types
+ATTENTION_KINDS = ("cross", "encoder", "decoder")  # the attention `nmt attention` draws
+# nmt compare's paired tests: bootstrap resampling, approximate randomization, or both
+COMPARE_METHODS = ("bootstrap", "ar", "both")
+COMPARE_SEED = 12345  # sacreBLEU's own default
+TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most (nmt prepare)
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,39 @@ def check_engine(engine: str, config: DecodeConfig) -> None:
     if config.glossary and engine == "ctranslate2":
         raise UserError("--glossary: the ctranslate2 engine cannot place terms; use --engine "
                         "torch")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How the server listens and what it accepts; decoding settings are a DecodeConfig."""
+
+    host: str = "127.0.0.1"  # loopback: reachable from this machine only
+    port: int = 8000  # 0: any free port (the server prints the one it got)
+    engine: str = "torch"
+    max_lines: int = 100  # lines per request
+    max_chars: int = 2000  # characters per line
+    max_beam: int = 16  # the widest beam a request may ask for
+    max_wait_ms: float = 5.0  # how long a batch waits for more requests before decoding
+
+    def __post_init__(self) -> None:
+        check_choice("--engine", self.engine, ENGINES)
+        if not 0 <= self.port <= 65535:
+            raise UserError(f"--port must lie between 0 and 65535 (got {self.port})")
+        for name in ("max_lines", "max_chars", "max_beam"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
+                                f"(got {getattr(self, name)})")
+        if self.max_beam > MAX_BEAM:
+            raise UserError(f"--max-beam must be at most {MAX_BEAM} (got {self.max_beam})")
+        if not 0 <= self.max_wait_ms <= 1000:
+            raise UserError(f"--max-wait-ms must lie between 0 and 1000 (got {self.max_wait_ms})")
+
+    @property
+    def max_body(self) -> int:
+        """The largest request body read, in bytes: max_lines lines of max_chars characters
+        and as many prefixes, each character written as a 6-byte JSON escape at worst, plus
+        room for the rest."""
+        return 2 * self.max_lines * (6 * self.max_chars + 4) + 1024
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .config import Config, TokenizerConfig, apply_overrides, check_alignment_files
+from .config import (
+    TOKENIZER_SAMPLE,
+    Config,
+    TokenizerConfig,
+    apply_overrides,
+    check_alignment_files,
+)
 from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
 from .errors import UserError, in_file
 from .files import atomic_write
@@ -68,7 +74,6 @@ INDEX = "train.index.bin"
 ROW = 4 * 8  # bytes of one index row
 LINKS, LINK_INDEX = "train.align.bin", "train.align.index.bin"  # with --alignments
 LINK_ROW = 2 * 8
-TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most
 CHUNK = 100_000  # sentence pairs encoded at a time
 # the tokenizer settings that made the prepared corpus's tokenizer, which prepared.json records
 # (subword sampling is the training run's own, and needs the text)

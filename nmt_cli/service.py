@@ -1,8 +1,8 @@
-"""What `nmt serve` does, apart from the web framework: its settings, the engine that decodes,
-the checks on a request, and the JSON of the answers.
+"""What `nmt serve` does, apart from the web framework: the engine that decodes, the checks on
+a request, and the JSON of the answers (its settings are config.ServeConfig).
 
-Nothing here imports FastAPI or uvicorn (serve.py does), so the command line can read the
-defaults, and the checks can be tested, without the `serve` extra. A request is hostile until
+Nothing here imports FastAPI or uvicorn (serve.py does), so the checks can be tested without
+the `serve` extra. A request is hostile until
 checked: its size is bounded before it is parsed, every field is typed and ranged, unknown
 fields are refused, and no request ever names a file the server reads.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records, read_config
-from .config import ENGINES, MAX_BEAM, DecodeConfig, check_choice, check_engine
+from .config import DecodeConfig, ServeConfig, check_engine
 from .constrained import check_constrained
 from .errors import UserError
 from .glossary import Glossary, read_glossary
@@ -28,39 +28,6 @@ from .translate import Split, Translation
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
                   "copy_unknown", "glossary", "glossary_inflect", "split_sentences")
 MAX_TERMS = 1000  # entries of a request's "glossary"
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    """How the server listens and what it accepts; decoding settings are a DecodeConfig."""
-
-    host: str = "127.0.0.1"  # loopback: reachable from this machine only
-    port: int = 8000  # 0: any free port (the server prints the one it got)
-    engine: str = "torch"
-    max_lines: int = 100  # lines per request
-    max_chars: int = 2000  # characters per line
-    max_beam: int = 16  # the widest beam a request may ask for
-    max_wait_ms: float = 5.0  # how long a batch waits for more requests before decoding
-
-    def __post_init__(self) -> None:
-        check_choice("--engine", self.engine, ENGINES)
-        if not 0 <= self.port <= 65535:
-            raise UserError(f"--port must lie between 0 and 65535 (got {self.port})")
-        for name in ("max_lines", "max_chars", "max_beam"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
-                                f"(got {getattr(self, name)})")
-        if self.max_beam > MAX_BEAM:
-            raise UserError(f"--max-beam must be at most {MAX_BEAM} (got {self.max_beam})")
-        if not 0 <= self.max_wait_ms <= 1000:
-            raise UserError(f"--max-wait-ms must lie between 0 and 1000 (got {self.max_wait_ms})")
-
-    @property
-    def max_body(self) -> int:
-        """The largest request body read, in bytes: max_lines lines of max_chars characters
-        and as many prefixes, each character written as a 6-byte JSON escape at worst, plus
-        room for the rest."""
-        return 2 * self.max_lines * (6 * self.max_chars + 4) + 1024
 
 
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:

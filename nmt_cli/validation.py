@@ -15,7 +15,7 @@ from .config import DecodeConfig, TrainConfig
 from .corpus import TrainingCorpus
 from .data import make_batch, token_batches
 from .devices import mixed_precision
-from .evaluate import evaluate
+from .evaluation import evaluate
 from .files import atomic_write_text
 from .languages import interleaved
 from .loss import teacher_forced_loss

@@ -625,7 +625,7 @@ def test_length_penalty_decodes_each_runs_own_validation_split(tmp_path, monkeyp
     from bench.length_penalty import val_bleu
 
     run = train_tiny_run(tmp_path)
-    module = importlib.import_module("nmt_cli.evaluate")  # nmt_cli.evaluate is the function
+    module = importlib.import_module("nmt_cli.evaluation")
     references, real = [], module.evaluate
 
     def recording(hypotheses, refs, metrics, **options):

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,64 @@ def test_real_entry_point_reports_errors_without_traceback(tmp_path):
 def test_version():
     result = nmt("--version")
     assert result.returncode == 0 and result.stdout.startswith("nmt ")
+
+
+HEAVY = ("torch", "numpy", "sentencepiece", "sacrebleu", "safetensors")
+
+
+def loaded_after(code: str) -> dict:
+    """Run `code`, which sets `result` (a dict), in a fresh interpreter: `result`, with the
+    HEAVY modules left loaded under "loaded"."""
+    code += (f"\nresult['loaded'] = [m for m in {HEAVY!r} if m in sys.modules]"
+             "\nprint(json.dumps(result))")
+    done = subprocess.run([sys.executable, "-c", "import json, sys\n" + code],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_help_version_and_option_errors_load_no_pytorch():
+    """Every command's --help, --version and a mistyped option answer without importing
+    PyTorch (it made `nmt --help` take 1.7 s instead of 0.2 s): the commands import it in
+    their bodies."""
+    found = loaded_after(textwrap.dedent("""
+        import typer.main
+        from typer.testing import CliRunner
+        from nmt_cli.cli import app
+
+        def names(group, prefix=()):
+            for name, command in getattr(group, "commands", {}).items():
+                yield (*prefix, name)
+                yield from names(command, (*prefix, name))
+
+        calls = [["--help"], ["--version"], ["train", "--no-such-option"],
+                 *([*name, "--help"] for name in names(typer.main.get_command(app)))]
+        result = {" ".join(args): CliRunner().invoke(app, args).exit_code for args in calls}
+        """))
+    loaded = found.pop("loaded")
+    assert len(found) > 15 and found.pop("train --no-such-option") == 2
+    assert set(found.values()) == {0}, found
+    assert loaded == []
+
+
+def test_the_library_loads_pytorch_when_a_name_needs_it():
+    """`import nmt_cli` is light; Translator, train, evaluate... import their modules on first
+    use. nmt_cli.evaluate is the function, nmt_cli.evaluation the module."""
+    found = loaded_after(textwrap.dedent("""
+        import nmt_cli
+        result = {"at_import": "torch" in sys.modules}
+        from nmt_cli import Translator, evaluate
+        import nmt_cli.evaluation as module
+        result["evaluate"] = evaluate is module.evaluate and nmt_cli.evaluate is evaluate
+        result["translator"] = Translator.__name__
+        try:
+            nmt_cli.no_such_name
+        except AttributeError as e:
+            result["missing"] = str(e)
+        """))
+    assert found["at_import"] is False and "torch" in found["loaded"]
+    assert found["evaluate"] is True and found["translator"] == "Translator"
+    assert found["missing"] == "module 'nmt_cli' has no attribute 'no_such_name'"
 
 
 def test_every_command_sums_itself_up_in_one_line():

@@ -14,7 +14,7 @@ from sacrebleu.metrics import BLEU
 from test_cli import invoke, one_line_error
 from test_nbest import train_tiny_run
 
-from nmt_cli.evaluate import Evaluation, bleu_by_length, bucket_labels
+from nmt_cli.evaluation import Evaluation, bleu_by_length, bucket_labels
 
 from conftest import read_sample
 
@@ -152,7 +152,7 @@ def test_picture_of_bleu_by_length(tiny_run, tmp_path):
 
 
 def test_translating_never_imports_matplotlib():
-    code = ("import sys; from nmt_cli.cli import app; import nmt_cli.compare, nmt_cli.evaluate; "
+    code = ("import sys; from nmt_cli.cli import app; import nmt_cli.compare, nmt_cli.evaluation; "
             "print('matplotlib' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)

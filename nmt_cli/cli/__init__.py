@@ -2,6 +2,10 @@
 
 Results go to stdout; progress, logs and warnings to stderr. A user error ends with one line
 on stderr and exit status 1. Each module here holds a group of commands on the one `app`.
+
+A command imports the modules that load PyTorch (training, translate, checkpoint, ...) in its
+body, not at the top of its module: `nmt --help`, `nmt --version` and a mistyped option then
+answer in 0.2-0.3 s instead of 1.7-2 s (test_cli.py checks that they load no PyTorch).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..averaging import average_run
 from .common import app, err, user_errors
 
 
@@ -28,6 +27,8 @@ def average(
         "RUN-ema).")] = None,
 ):
     """Average checkpoints into a new run directory that every command takes."""
+    from ..averaging import average_run
+
     written, sources = average_run(run, output, last, best, ema)
     err.print(f"averaged {', '.join(p.name for p in sources)}", highlight=False, soft_wrap=True)
     print(written)

@@ -6,18 +6,20 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import DEFAULT_SEED, METHODS, Comparison, compare, load_systems
-from ..config import DecodeConfig
+from ..config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from ..errors import UserError
 from .common import app, choices, user_errors, with_decode_options
 
-Method = choices("Method", METHODS)
+if TYPE_CHECKING:
+    from ..compare import Comparison
+
+Method = choices("Method", COMPARE_METHODS)
 BOTH = Method("both")
 
 
@@ -38,13 +40,15 @@ def compare_command(
     samples: Annotated[int, typer.Option(
         help="Bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and "
              "10000).")] = 0,
-    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = DEFAULT_SEED,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = COMPARE_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
     """Compare systems on one test set: BLEU and chrF with 95% confidence intervals.
 
     Each system after the first gets the p-value of its difference from the first
     (sacreBLEU's paired tests)."""
+    from ..compare import compare, load_systems
+
     if ref is None:
         raise UserError("--ref is required: the reference translations")
     if len(systems or []) < 2:

@@ -7,15 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..checkpoint import read_config
-from ..config import resolve_config
-from ..data import kept_report
+from ..config import TOKENIZER_SAMPLE, resolve_config
 from ..datasets import fetch_multi30k
 from ..errors import UserError
 from ..files import atomic_write
-from ..guided_alignment import alignment_files, symmetrize
-from ..prepared import TOKENIZER_SAMPLE
-from ..prepared import prepare as prepare_corpus
 from .common import Corpus, app, err, user_errors
 
 data_app = typer.Typer(no_args_is_help=True,
@@ -63,6 +58,11 @@ def prepare_command(
         "beside their ids; training on the prepared corpus teaches them.")] = None,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
+    from ..checkpoint import read_config
+    from ..data import kept_report
+    from ..guided_alignment import alignment_files
+    from ..prepared import prepare as prepare_corpus
+
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
     config = resolve_config(preset_name, settings=settings, options={
@@ -92,6 +92,8 @@ def symmetrize_command(
         "--out", "-o", help="File to write (default: standard output).")] = None,
 ):
     """Join two directions of word alignments (grow-diag-final-and), for train --alignments."""
+    from ..guided_alignment import symmetrize
+
     if out is None:
         for line in symmetrize(forward, reverse):
             print(line)

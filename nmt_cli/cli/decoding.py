@@ -9,33 +9,17 @@ import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..alignment import pharaoh
-from ..checkpoint import latest_run
 from ..config import DecodeConfig
-from ..data import check_utf8, decode_lines, read_lines
 from ..errors import UserError
-from ..evaluate import (
-    Evaluation,
-    LengthBucket,
-    bleu_by_length,
-    evaluate_file,
-    evaluate_run,
-    length_basis,
-    save_translations,
-)
 from ..languages import checked_sources
-from ..markup import parsed
 from ..pictures import check_picture_path
-from ..scoring import PairScore, score_files
-from ..search import check_nbest
 from ..sentences import sentence_starts
-from ..translate import Translation, Translator, load_engine
 from .common import (
     DECODE_HELP,
     TORCH,
@@ -51,6 +35,11 @@ from .common import (
     user_errors,
     with_decode_options,
 )
+
+if TYPE_CHECKING:
+    from ..evaluation import Evaluation, LengthBucket
+    from ..scoring import PairScore
+    from ..translate import Translation
 
 OutputFormat = choices("OutputFormat", ("text", "tsv", "jsonl"))
 TEXT = OutputFormat("text")
@@ -102,6 +91,12 @@ def translate(
     """Translate text, a file, or stdin: one line out for each line in.
 
     With --nbest K, K hypotheses for each line in."""
+    from ..checkpoint import latest_run
+    from ..data import check_utf8, decode_lines, read_lines
+    from ..markup import parsed
+    from ..search import check_nbest
+    from ..translate import load_engine
+
     check_nbest(nbest, decode)
     from_stdin = text is None and input_file is None
     if from_stdin and sys.stdin is None:
@@ -179,6 +174,8 @@ class LineFile:
     translated when the input is a list: check_count)."""
 
     def __init__(self, path: Path, option: str, what: str):
+        from ..data import read_lines
+
         self.path, self.option, self.what = path, option, what
         self.all = read_lines(path)
         self.lines = iter(self.all)
@@ -220,6 +217,8 @@ def render(number: int, source: str, hypotheses: list[Translation], output_forma
 
 def aligned(hypothesis: Translation, separator: str) -> str:
     """The separator and the hypothesis's alignment in Pharaoh format, if it has one."""
+    from ..alignment import pharaoh
+
     return "" if hypothesis.alignment is None else separator + pharaoh(hypothesis.alignment)
 
 
@@ -263,6 +262,15 @@ def eval_command(
     """Score translations with sacreBLEU (BLEU, chrF, TER), each with its signature.
 
     Without --src/--ref/--hyp, translates the test split of the run's corpus."""
+    from ..checkpoint import latest_run
+    from ..evaluation import (
+        bleu_by_length,
+        evaluate_file,
+        evaluate_run,
+        length_basis,
+        save_translations,
+    )
+
     metrics = tuple(m for m, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on)
     if not metrics:
         raise UserError("nothing to report: pass --bleu, --chrf or --ter")
@@ -295,6 +303,8 @@ def eval_command(
 
 def show_scores(result: Evaluation, as_json: bool,
                 buckets: list[LengthBucket] | None = None) -> None:
+    from ..evaluation import length_basis
+
     if as_json:
         out = {"source": result.hypotheses, "reference": result.references,
                "sentences": result.sentences, "scores": [vars(s) for s in result.scores]}
@@ -370,6 +380,10 @@ def score(
     """Score translations by a model: log P(target | source), one line per pair.
 
     A target too long for the model's positions scores nan (null in jsonl)."""
+    from ..checkpoint import latest_run
+    from ..scoring import score_files
+    from ..translate import Translator
+
     check_output(output_file, src, tgt)
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value, tgt_lang=tgt_lang)  # checks them
@@ -391,6 +405,8 @@ def score_line(number: int, source: str, target: str, pair: PairScore, normalize
                output_format: str, alignment: bool) -> str:
     """One pair's score: text (the number, then " ||| " and its alignment if asked for) or
     jsonl (an object)."""
+    from ..alignment import pharaoh
+
     value = pair.per_token if normalize else pair.log_prob
     if output_format == "text":
         links = f" ||| {pharaoh(pair.alignment or [])}" if alignment else ""

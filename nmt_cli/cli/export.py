@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..checkpoint import latest_run
 from ..config import EXPORT_FORMATS, EXPORT_QUANTIZATIONS
 from .common import app, choices, user_errors
 
@@ -36,6 +35,7 @@ def export(
     """Export a Transformer run for another inference engine; prints the directory written.
 
     Translate with it by `nmt translate --engine ctranslate2 --run DIR`."""
+    from ..checkpoint import latest_run
     from ..ct2 import EXPORT_DIR, import_ctranslate2
 
     import_ctranslate2()  # one line saying how to install it, before any work

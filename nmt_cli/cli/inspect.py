@@ -12,13 +12,8 @@ from typing import Annotated
 
 import typer
 
-from ..attention_maps import ATTENTION_KINDS, attention_maps
-from ..checkpoint import latest_run
-from ..config import DecodeConfig
-from ..data import check_utf8
-from ..learning_curves import learning_curves, ranking_metric
+from ..config import ATTENTION_KINDS, DecodeConfig
 from ..pictures import METRIC_NAMES, check_picture_path, draw_attention, draw_curves
-from ..translate import Translator
 from .common import RunOption, app, choices, user_errors, with_decode_options
 
 AttentionKind = choices("AttentionKind", ATTENTION_KINDS)
@@ -51,6 +46,11 @@ def attention(
         help="Text the translation opens with (forced decoding), as in translate.")] = "",
 ):
     """Draw the attention weights of one translation as heatmaps."""
+    from ..attention_maps import attention_maps
+    from ..checkpoint import latest_run
+    from ..data import check_utf8
+    from ..translate import Translator
+
     if not as_json:
         check_picture_path(output)
     translator = Translator.from_run(run or latest_run(), decode.device, quantize=quantize)
@@ -74,6 +74,8 @@ def plot(
              "its validations by chrF, train.best_metric, else bleu).")] = None,
 ):
     """Draw learning curves: loss, BLEU or chrF, learning rate and tokens/s of one or more runs."""
+    from ..learning_curves import learning_curves, ranking_metric
+
     if not as_json:
         check_picture_path(output)
     curves = [curve.to_json() for curve in learning_curves(runs)]

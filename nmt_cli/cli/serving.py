@@ -9,10 +9,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..checkpoint import latest_run
-from ..config import DecodeConfig
+from ..config import ENGINES, DecodeConfig, ServeConfig
 from ..errors import UserError
-from ..service import ENGINES, ServeConfig
 from .common import EnsembleOption, app, err, user_errors, with_decode_options
 
 DEFAULTS = ServeConfig()
@@ -51,6 +49,8 @@ def serve(
     Concurrent requests are decoded together, up to --batch-size lines at a time.
 
     SIGTERM stops it once the requests it holds are answered."""
+    from ..checkpoint import latest_run
+
     settings = ServeConfig(host, port, engine, max_lines, max_chars, max_beam, max_wait_ms)
     server = server_module()
     if not is_loopback(host):

@@ -11,14 +11,9 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..checkpoint import TRAIN_STATE
 from ..config import PRESETS, command_line_overrides, resolve_config
 from ..errors import UserError
-from ..finetune import parent_arch
 from ..stopping import TrainingInterrupted, ignore_stop_signals
-from ..training import resume as resume_training
-from ..training import train as train_model
-from ..validation import shown_score
 from .common import Arch, Device, Precision, app, err, user_errors, value
 
 
@@ -73,6 +68,11 @@ def train(
         "settings, with a new optimizer and schedule.")] = None,
 ):
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
+    from ..checkpoint import TRAIN_STATE
+    from ..finetune import parent_arch
+    from ..training import resume as resume_training
+    from ..training import train as train_model
+
     options = {"model.arch": value(arch), "data.data_dir": data and str(data),
                "data.src_lang": src_lang, "data.tgt_lang": tgt_lang,
                "data.alignments": alignments and str(alignments),
@@ -158,6 +158,8 @@ class TrainingDisplay:
         elif kind == "info":
             say(event["message"], highlight=False)
         elif kind == "done":
+            from ..validation import shown_score
+
             metric = event["best_metric"]
             name = METRIC_NAMES[metric]
             say(f"done after {event['step']} steps; best val {name} "

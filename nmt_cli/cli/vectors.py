@@ -5,26 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..checkpoint import Run, latest_run, load_run
-from ..devices import resolve_device
 from ..errors import UserError
 from ..pictures import check_picture_path, draw_word_map
-from ..word_vectors import (
-    Neighbour,
-    file_neighbours,
-    file_vectors,
-    principal_components,
-    run_neighbours,
-    run_vectors,
-    surface,
-)
 from .common import app, choices, user_errors
+
+if TYPE_CHECKING:
+    from ..checkpoint import Run
+    from ..word_vectors import Neighbour
 
 Side = choices("Side", ("src", "tgt"))
 SOURCE = Side("src")
@@ -50,6 +43,10 @@ def embeddings(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
     """List the pieces nearest to a word by cosine similarity of their embeddings; -o maps them."""
+    from ..checkpoint import latest_run, load_run
+    from ..devices import resolve_device
+    from ..word_vectors import file_neighbours, run_neighbours
+
     chosen = [word.strip() for word in words.split(",") if word.strip()]
     if not neighbors and not chosen:
         raise UserError("--neighbors WORD: which word?")
@@ -85,6 +82,8 @@ def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
              found: list[Neighbour], words: list[str], output: Path) -> dict:
     """Draw `query`, its neighbours and `words` on their first two principal components;
     what was drawn, as JSON."""
+    from ..word_vectors import file_vectors, principal_components, run_vectors, surface
+
     drawn = ([query] if query else []) + [n.label for n in found]
     if vectors is not None:
         labels, matrix = file_vectors(vectors, drawn + words)
