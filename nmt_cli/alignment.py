@@ -21,7 +21,7 @@ a third of the links wrong: the step that outputs an article attends to the noun
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import sentencepiece as spm
 import torch
@@ -229,13 +229,13 @@ def unknown_words(tokenizer: Tokenizer, line: str) -> list[int]:
 
 
 def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
-                 keep: int = 0) -> tuple[str, list[Link]]:
+                 kept: Collection[int] = ()) -> tuple[str, list[Link]]:
     """`text`, a translation of `line`, with each of the line's `unknown` words copied in
     place of the words of the translation aligned to it (to it alone, where some are): the
     first of them takes the copy, the others go. A model cannot spell such a word, so what
     it writes there is made up; a name is better copied (OpenNMT's replace_unk does so for
     the <unk>s a model writes). The links follow the words; a word unlinked stays as it is,
-    and so do the first `keep` words (a target prefix's, given)."""
+    and so do the words at the positions `kept` (a target prefix's, a glossary term's)."""
     if not unknown:
         return text, links
     source, words = line.split(), text.split()
@@ -245,7 +245,7 @@ def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
     copies: dict[int, list[int]] = {}  # target word: the source words copied there
     gone: set[int] = set()
     for s in unknown:
-        linked = sorted(t for t, linked_to in sources.items() if s in linked_to and t >= keep)
+        linked = sorted(t for t, linked_to in sources.items() if s in linked_to and t not in kept)
         chosen = [t for t in linked if sources[t] <= set(unknown)] or linked
         if chosen:
             copies.setdefault(chosen[0], []).append(s)

@@ -5,22 +5,23 @@ target tokens (constraints: a glossary's terms, glossary.py), by dynamic beam al
 A hypothesis knows which constraints it has met and how far it is into the one it is placing
 (`Progress`); its bank is the number of constraint tokens it has placed. Each step the
 candidates are the beam's 2k best extensions, each hypothesis's best next token, and each
-hypothesis's next constraint token (the next of the one it is placing, or the first of each it
-has not met). The k that go on are dealt from the banks in turn, fullest bank first and best
-first within a bank (`allocate`), so hypotheses that have placed more of the constraints keep
-their places beside likelier ones that have placed fewer. <eos> is ruled out until every
-constraint is met, and so is the end of the translation's last sentence: a hypothesis with a
-constraint unmet writes no more sentence ends (".", "!", "?") than its source has sentences
-before its last (`sentence_breaks`), or a term the model would rather not write would be put
-after the full stop ("... schiebt ein Gepäckstück. Hoteldiener."). A piece that would go on with the
-word a constraint ends in is ruled out too ("Fahrrad" never becomes "Fahrrads"), unless the
-search may inflect the terms (DecodeConfig.glossary_inflect): then a term's last word may take
-an ending (`Pieces.endings`: one to three lower-case letters), written as a piece of its own
-after the term ("▁Fahrrad" "s") or as the term's last piece with the ending joined to it
-("▁Hunde" for "▁Hund": `Pieces.longer`), and the word ends there. A hypothesis
-that could no longer place them all before the length limit gives way to those that can
-(`in_time`); one stopped by the limit with a constraint unmet ranks after every one that met
-them all. Constraint tokens are scored by the model like any other.
+hypothesis's next constraint tokens (the next of each constraint not met that opens with the
+tokens it is placing, or the first of each; `Progress.next_tokens`). The k that go on are dealt
+from the banks in turn, fullest bank first and best first within a bank (`allocate`), so
+hypotheses that have placed more of the constraints keep their places beside likelier ones that
+have placed fewer. <eos> is ruled out until every constraint is met, and so is the end of the
+translation's last sentence: a hypothesis with a constraint unmet writes no more sentence ends
+(".", "!", "?") than its source has sentences before its last (`sentence_breaks`; a term's own,
+as in "usw.", aside), or a term the model would rather not write would be put after the full
+stop ("... schiebt ein Gepäckstück. Hoteldiener."). A piece that would go on with the word a
+constraint ends in is ruled out too ("Fahrrad" never becomes "Fahrrads"), unless the search may
+inflect the terms (DecodeConfig.glossary_inflect): then a term's last word may take an ending
+(`Pieces.endings`: one to three lower-case letters), written as a piece of its own after the
+term ("▁Fahrrad" "s") or as the term's last piece with the ending joined to it ("▁Hunde" for
+"▁Hund": `Pieces.longer`), and the word ends there. A hypothesis that could no longer place
+them all before the length limit gives way to those that can (`in_time`); one stopped by the
+limit with a constraint unmet ranks after every one that met them all. Constraint tokens are
+scored by the model like any other.
 
 Written against the Seq2Seq interface (start, decode_step, state.select). The sentences with
 constraints are decoded in batches of their own, each keeping k rows; the others go through
@@ -132,17 +133,24 @@ class Progress:
     def after(self, token: int, constraints: list[list[int]],
               inflect: Pieces | None = None) -> Progress:
         """The progress once `token` is added. A token that breaks off the constraint being
-        placed undoes that constraint's tokens so far (it must be placed whole, in one run).
-        With `inflect` (the target pieces), a term's last piece may be one with an ending
-        joined, and a term just placed may take an ending."""
+        placed undoes that constraint's tokens so far (it must be placed whole, in one run),
+        but those tokens and it may be the start of another ("den" "Hund" for "den Hund",
+        begun as "den Schnee"): the longest run of them that opens a constraint not met is
+        the one placed now. With `inflect` (the target pieces), a term's last piece may be one
+        with an ending joined, and a term just placed may take an ending."""
+        written = [token]
         if self.current >= 0:
             wanted = constraints[self.current]
             if places(token, wanted, self.placed_of_current, inflect):
                 return self.advanced(self.current, self.placed_of_current + 1, constraints,
                                      token != wanted[self.placed_of_current])
-        for c, wanted in enumerate(constraints):  # the token may open one not met yet
-            if not self.met[c] and places(token, wanted, 0, inflect):
-                return self.advanced(c, 1, constraints, token != wanted[0])
+            written = wanted[: self.placed_of_current] + written
+        for start in range(len(written)):  # longest first
+            run = written[start:]
+            for c, wanted in enumerate(constraints):
+                if not self.met[c] and len(run) <= len(wanted) and all(
+                        places(t, wanted, at, inflect) for at, t in enumerate(run)):
+                    return self.advanced(c, len(run), constraints, token != wanted[len(run) - 1])
         if inflect is not None and self.closing == TERM_ENDED and token in inflect.endings:
             return Progress(self.met, closing=INFLECTED)
         return Progress(self.met)
@@ -159,12 +167,13 @@ class Progress:
         return sum(len(c) for c, met in zip(constraints, self.met) if met) + self.placed_of_current
 
     def next_tokens(self, constraints: list[list[int]], inflect: Pieces | None = None) -> set[int]:
-        """The tokens that place more of a constraint (with `inflect`, a term's last piece
-        with an ending joined too)."""
-        if self.current >= 0:
-            return choices(constraints[self.current], self.placed_of_current, inflect)
-        return set().union(*(choices(c, 0, inflect) for c, met in zip(constraints, self.met)
-                             if not met))
+        """The tokens that place more of a constraint: the next of each constraint not met
+        that opens with the tokens placed so far (with `inflect`, a term's last piece with an
+        ending joined too)."""
+        so_far = constraints[self.current][: self.placed_of_current] if self.current >= 0 else []
+        return set().union(*(choices(c, len(so_far), inflect)
+                             for c, met in zip(constraints, self.met)
+                             if not met and len(c) > len(so_far) and c[: len(so_far)] == so_far))
 
     @property
     def complete(self) -> bool:
@@ -247,10 +256,14 @@ class Sentence:
         if len(self.done) >= self.k or not going:
             return None
         going += [dataclasses.replace(going[0], log_prob=float("-inf"))] * (self.k - len(going))
-        self.live = [Partial(self.live[c.parent].tokens + [c.token], c.log_prob, c.progress,
-                             self.live[c.parent].breaks + (c.token in sentence_ends))
-                     for c in going]
+        self.live = [self.extended(self.live[c.parent], c, sentence_ends) for c in going]
         return [c.parent for c in going]
+
+    def extended(self, parent: Partial, c: Candidate, sentence_ends: frozenset[int]) -> Partial:
+        """`parent` with the token of `c`; a sentence end counts as one unless it is a piece
+        of a term ("usw.")."""
+        breaks = c.token in sentence_ends and c.bank <= parent.progress.placed(self.constraints)
+        return Partial(parent.tokens + [c.token], c.log_prob, c.progress, parent.breaks + breaks)
 
     def ranked(self) -> list[Hypothesis]:
         """Its finished hypotheses, those that hold every constraint first, best first."""
@@ -285,11 +298,13 @@ def constrained_beam_search(model: Seq2Seq, src: torch.Tensor, limits: list[int]
         last = torch.tensor([p.tokens[-1] if p.tokens else SOS_ID for p in live], device=device)
         logits, state = model.decode_step(last, state)
         may_end = [ok for s in alive for ok in sentences[s].may_end_sentence()]
+        nexts = [p.progress.next_tokens(sentences[s].constraints, pieces if inflect else None)
+                 for s in alive for p in sentences[s].live]
         scores = step_scores(logits, live, may_end, step, min_len, no_repeat_ngram, forced,
-                             pieces, inflect)
+                             pieces, inflect, nexts)
         keep, rows = [], []
         ends = pieces.sentence_ends if pieces is not None else frozenset()
-        for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step,
+        for i, found in enumerate(candidates(scores, [sentences[s] for s in alive], step, nexts,
                                              pieces if inflect else None)):
             parents = sentences[alive[i]].advance(found, step, alpha, ends)
             if parents is not None:
@@ -315,18 +330,27 @@ def in_time(found: list[Candidate], constraints: list[list[int]],
 
 def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], step: int,
                 min_len: int, no_repeat_ngram: int, forced: torch.Tensor | None,
-                pieces: Pieces | None = None, inflect: bool = False) -> torch.Tensor:
+                pieces: Pieces | None = None, inflect: bool = False,
+                nexts: list[set[int]] | None = None) -> torch.Tensor:
     """(live, vocab) the log-probability of each hypothesis with each next token, as plain
     beam search has it; then <eos> ruled out for a hypothesis with a constraint unmet, the
     sentence ends for one that may write no more (`may_end`, per hypothesis), and the pieces
     that go on with a word right after a constraint ends (with `inflect`, all but the endings,
     and then all once it took one): after the softmax, so what is left keeps the model's
-    probabilities (as fairseq rules out <eos>)."""
+    probabilities (as fairseq rules out <eos>). The tokens that place a constraint's next
+    piece (`nexts`, per hypothesis: Progress.next_tokens) are exempt from these rules and from
+    the n-gram block: a term may hold a full stop ("usw.") or be found twice in a line."""
     logits = forbid_special_tokens(logits.float(), step >= min_len)
+    exempt = [(row, token) for row, tokens in enumerate(nexts or []) for token in tokens]
+    at = (torch.tensor([row for row, _ in exempt], dtype=torch.long, device=logits.device),
+          torch.tensor([token for _, token in exempt], dtype=torch.long, device=logits.device))
     if no_repeat_ngram:
         history = torch.tensor([p.tokens for p in live], device=logits.device)
-        logits = block_repeated_ngrams(logits, history.view(len(live), step), no_repeat_ngram)
+        blocked = block_repeated_ngrams(logits, history.view(len(live), step), no_repeat_ngram)
+        blocked[at] = logits[at]
+        logits = blocked
     log_probs = torch.log_softmax(logits, dim=-1)
+    free = log_probs[at]
     unmet = torch.tensor([not p.progress.complete for p in live], device=logits.device)
     log_probs[:, EOS_ID] = log_probs[:, EOS_ID].masked_fill(unmet, float("-inf"))
     if pieces is not None:
@@ -340,6 +364,7 @@ def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], 
                              if p.progress.closing == INFLECTED], pieces.continues_word)):
             if rows:
                 log_probs[rows] = log_probs[rows].masked_fill(mask, float("-inf"))
+    log_probs[at] = free
     if forced is not None:
         log_probs = follow_prefix(log_probs, forced, step)
     totals = torch.tensor([p.log_prob for p in live], device=logits.device)
@@ -347,14 +372,13 @@ def step_scores(logits: torch.Tensor, live: list[Partial], may_end: list[bool], 
 
 
 def candidates(scores: torch.Tensor, sentences: list[Sentence], step: int,
-               inflect: Pieces | None = None) -> list[list[Candidate]]:
+               nexts: list[set[int]], inflect: Pieces | None = None) -> list[list[Candidate]]:
     """Each sentence's candidates of this step (see the module's docstring), each once, none
-    of probability 0; `scores`: (sentences * k, vocab); `inflect`: the target pieces when a
-    term's last word may take an ending. All read to the host in one copy."""
+    of probability 0; `scores`: (sentences * k, vocab); `nexts`: each live hypothesis's
+    Progress.next_tokens; `inflect`: the target pieces when a term's last word may take an
+    ending. All read to the host in one copy."""
     k, vocab = sentences[0].k, scores.size(1)
-    wanted = [(i * k + row, token) for i, s in enumerate(sentences)
-              for row, p in enumerate(s.live) for token in sorted(p.progress.next_tokens(
-                  s.constraints, inflect))]
+    wanted = [(row, token) for row, tokens in enumerate(nexts) for token in sorted(tokens)]
     top = scores.view(len(sentences), k * vocab).topk(2 * k, dim=1)  # (sentences, 2k)
     best = scores.max(-1)  # (sentences * k,)
     rows = torch.tensor([r for r, _ in wanted], dtype=torch.long, device=scores.device)
@@ -425,7 +449,8 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
 def check_constrained(config: DecodeConfig) -> None:
     """Constraints are placed by beam search: a one-line error for settings without one."""
     if config.sampling:
-        raise UserError("--glossary: sampling draws each token and places no terms; drop "
-                        "--sampling")
+        raise UserError("terms (--glossary, --terms-file): sampling draws each token and "
+                        "places none; drop --sampling")
     if config.beam < 2:
-        raise UserError("--glossary places its terms by beam search: give --beam 2 or more")
+        raise UserError("terms (--glossary, --terms-file) are placed by beam search: give "
+                        "--beam 2 or more")

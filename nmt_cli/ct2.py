@@ -157,8 +157,8 @@ class CTranslate2Translator(Engine):
         check_nbest(nbest, config)
         check_engine("ctranslate2", config)
         if terms and any(terms):
-            raise UserError("glossary: the ctranslate2 engine cannot place terms; use the "
-                            "torch engine")
+            raise UserError("terms (--glossary, --terms-file): the ctranslate2 engine cannot "
+                            "place them; use the torch engine")
         if attention:
             self.check_attention("--attention")
         if alignment:

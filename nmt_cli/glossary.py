@@ -51,7 +51,10 @@ class Glossary:
         out = []
         for found in self.pattern_any_case.finditer(line):
             text = found.group()
-            entry = text if text in self.terms else self.folded[text.casefold()]
+            entry = text if text in self.terms else self.folded.get(text.casefold())
+            if entry is None:  # "İstanbul" matches "istanbul" in any case, but folds otherwise
+                entry = next(term for term in self.terms
+                             if re.fullmatch(re.escape(term), text, re.IGNORECASE))
             out.append(cased(self.terms[entry], text, entry))
         return out
 

@@ -115,10 +115,11 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                                             query.prefixes, bool(aligned), query.terms)
         except UserError as e:  # a glossary term the model cannot write
             raise ApiError(422, str(e)) from None
+        terms = query.terms
         if query.split is not None:
-            found = query.split.joined(found)
+            found, terms = query.split.joined(found), query.split.per_line(terms)
         found = engine.finish(texts, found, query.alignment, query.marked, query.copy_unknown,
-                              query.prefixes)
+                              query.prefixes, terms)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))
 
     @app.get("/health")

@@ -116,6 +116,13 @@ class Engine:
         """translate_nbest, each line read whole."""
         raise NotImplementedError
 
+    def line_terms(self, lines: list[str], config: DecodeConfig,
+                   terms: list[list[str]] | None = None) -> list[list[str]] | None:
+        """The target terms that each line's translations hold: config.glossary's for the
+        source terms in it, then its own `terms`; None when there are none (always, from an
+        engine that places no terms)."""
+        return None
+
     def translate(self, lines: list[str], config: DecodeConfig | None = None,
                   prefixes: list[str] | None = None) -> list[str]:
         """One translation per input line, in order; blank lines give empty strings."""
@@ -139,30 +146,33 @@ class Engine:
         the line holds (constrained.py); with `markup`, the lines' inline tags are taken out
         and put back into each translation (markup.py); with `copy_unknown`, words the
         vocabulary cannot spell are copied into it (with_unknown_copied)."""
+        config = config or DecodeConfig()
         prefixes_ahead = iter(prefixes) if prefixes is not None else None
         terms_ahead = iter(terms) if terms is not None else None
         for chunk in chunks(lines, chunk_size):
             own = alongside(prefixes_ahead, len(chunk), "target prefixes")
             own_terms = alongside(terms_ahead, len(chunk), "lines of terms")
+            if own_terms is not None:
+                own_terms = [[t.strip() for t in line.split("\t") if t.strip()]
+                             for line in own_terms]
             marked = [parse_markup(line) for line in chunk] if markup else None
             texts = chunk if marked is None else [line.text for line in marked]
             found = self.translate_nbest(texts, config, nbest, attention, own,
-                                         alignment or markup or copy_unknown,
-                                         None if own_terms is None else [
-                                             [t.strip() for t in line.split("\t") if t.strip()]
-                                             for line in own_terms])
+                                         alignment or markup or copy_unknown, own_terms)
+            held = self.line_terms(texts, config, own_terms) if copy_unknown else None
             yield from zip(chunk, self.finish(texts, found, alignment, marked, copy_unknown,
-                                              own))
+                                              own, held))
 
     def finish(self, texts: list[str], found: list[list[Translation]], alignment: bool,
                marked: list[Marked] | None = None, copy_unknown: bool = False,
-               prefixes: list[str] | None = None) -> list[list[Translation]]:
+               prefixes: list[str] | None = None,
+               terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """Translations of `texts` (with their alignments) with the words the vocabulary
-        cannot spell copied in (`copy_unknown`; the words of their `prefixes` kept), then the
-        markup of the lines they came from put back (`marked`); their alignments kept only
-        when `alignment` asked for them."""
+        cannot spell copied in (`copy_unknown`; the words of their `prefixes` and of the
+        target `terms` they hold kept), then the markup of the lines they came from put back
+        (`marked`); their alignments kept only when `alignment` asked for them."""
         if copy_unknown:
-            found = with_unknown_copied(self.tokenizer, texts, found, prefixes)
+            found = with_unknown_copied(self.tokenizer, texts, found, prefixes, terms)
         if marked is not None:
             found = carried(marked, found)
         if not alignment and (copy_unknown or marked is not None):  # aligned for them alone
@@ -303,26 +313,35 @@ class Translator(Engine):
                                      config.batch_size))
         return [[next(flat) for _ in hyps] for hyps in found]
 
-    def constraints(self, lines: list[str], config: DecodeConfig,
-                    terms: list[list[str]] | None = None) -> list[list[list[int]]] | None:
-        """The target ids of each line's terms: those of config.glossary's source terms in
-        it (glossary.py), then its own `terms`; each term encoded as text of its own. None
-        when there are none to place."""
+    def line_terms(self, lines: list[str], config: DecodeConfig,
+                   terms: list[list[str]] | None = None) -> list[list[str]] | None:
         if not config.glossary and not terms:
             return None
-        check_constrained(config)
         found = [list(own) for own in terms] if terms else [[] for _ in lines]
         if config.glossary:
             if config.glossary not in self.glossaries:
                 self.glossaries[config.glossary] = read_glossary(config.glossary)
             found = [self.glossaries[config.glossary].targets(line, config.glossary_ignore_case)
                      + own for line, own in zip(lines, found)]
+        return found
+
+    def constraints(self, lines: list[str], config: DecodeConfig,
+                    terms: list[list[str]] | None = None) -> list[list[list[int]]] | None:
+        """The target ids of each line's terms (line_terms: glossary.py's, then its own);
+        each term encoded as text of its own. None when there are none to place."""
+        found = self.line_terms(lines, config, terms)
+        if found is None:
+            return None
+        check_constrained(config)
         distinct = sorted({term for own in found for term in own})
         ids = dict(zip(distinct, self.run.tokenizer.encode_tgt(distinct)))
         for term in distinct:
             if UNK_ID in ids[term]:
-                raise UserError(f"glossary: the target term {term!r} has a character the "
-                                "model's vocabulary lacks, so it cannot be written")
+                raise UserError(f"the target term {term!r} has a character the model's "
+                                "vocabulary lacks, so it cannot be written")
+            if not ids[term]:
+                raise UserError(f"the target term {term!r} has no character the tokenizer "
+                                "keeps, so there is nothing to write")
         return [[ids[term] for term in own] for own in found]
 
     def target_pieces(self) -> Pieces:
@@ -429,6 +448,13 @@ class Split:
         best = iter(hyps[0] for hyps in found)
         return [[joined(line, [next(best) for _ in line])] for line in self.lines]
 
+    def per_line(self, lists: list[list[str]] | None) -> list[list[str]] | None:
+        """Lists of sentences() (as many) joined into one per line."""
+        if lists is None:
+            return None
+        each = iter(lists)
+        return [[item for _ in line for item in next(each)] for line in self.lines]
+
 
 def joined(sentences: list[Sentence], translations: list[Translation]) -> Translation:
     """One line's translation from its sentences': their texts one space apart (none after
@@ -473,19 +499,35 @@ def check_split(nbest: int, attention: bool, prefixes: list[str] | None,
 
 
 def with_unknown_copied(tokenizer: Tokenizer, lines: list[str], found: list[list[Translation]],
-                        prefixes: list[str] | None = None) -> list[list[Translation]]:
+                        prefixes: list[str] | None = None,
+                        terms: list[list[str]] | None = None) -> list[list[Translation]]:
     """Each line's translations (with their alignments) with the line's words that the
     vocabulary cannot spell copied in place of the words aligned to them
     (alignment.copy_unknown), their alignments moved with them; the words of each line's
-    target prefix (if any) stay."""
+    target prefix (if any) stay, and so do those of the target terms it holds (`terms`, a
+    list per line: placed on purpose, whatever attention aligns them to)."""
     out = []
     for k, (line, hyps) in enumerate(zip(lines, found)):
         unknown = unknown_words(tokenizer, line)
-        keep = len(prefixes[k].split()) if prefixes else 0
+        prefix = set(range(len(prefixes[k].split()))) if prefixes else set()
         out.append([])
         for h in hyps:
-            text, links = copy_unknown(line, h.text, h.alignment or [], unknown, keep)
+            kept = prefix | term_words(h.text.split(), terms[k] if terms else [])
+            text, links = copy_unknown(line, h.text, h.alignment or [], unknown, kept)
             out[-1].append(dataclasses.replace(h, text=text, alignment=links))
+    return out
+
+
+def term_words(words: list[str], terms: list[str]) -> set[int]:
+    """The positions of `words` (a translation's) where one of `terms` stands: its words in
+    a row, the last one perhaps with an ending or a sign after it ("Hunde,")."""
+    out: set[int] = set()
+    for term in terms:
+        parts = term.split()
+        for i in range(len(words) - len(parts) + 1):
+            if words[i : i + len(parts) - 1] == parts[:-1] \
+                    and words[i + len(parts) - 1].startswith(parts[-1]):
+                out.update(range(i, i + len(parts)))
     return out
 
 

@@ -31,7 +31,7 @@ from nmt_cli.config import DecodeConfig, TokenizerConfig
 from nmt_cli.guided_alignment import ALIGNMENT_LAYER
 from nmt_cli.special_tokens import UNK_ID
 from nmt_cli.tokenizer import Tokenizer
-from nmt_cli.translate import Translator
+from nmt_cli.translate import Translation, Translator, term_words, with_unknown_copied
 
 from conftest import read_sample, write_corpus
 
@@ -299,9 +299,24 @@ def test_words_the_vocabulary_cannot_spell_are_copied_in_place_of_their_words():
                                                                (0, 3)], [0]) == (
         "Ein Ольга reitet Olg", [(0, 0), (0, 1), (0, 3), (1, 0), (1, 2)])
     assert copy_unknown(line, "Ein Pferd", [], [0]) == ("Ein Pferd", [])  # linked to nothing
-    assert copy_unknown(line, "Ein Klikaner reitet", [(0, 0), (0, 1), (1, 2)], [0], keep=1) == (
+    assert copy_unknown(line, "Ein Klikaner reitet", [(0, 0), (0, 1), (1, 2)], [0], kept={0}) == (
         "Ein Ольга reitet", [(0, 0), (0, 1), (1, 2)])  # a prefix's word stays
     assert copy_unknown(line, "Ein  Pferd", [(1, 0)], []) == ("Ein  Pferd", [(1, 0)])
+
+
+def test_copying_keeps_the_words_of_the_terms_a_translation_holds(tiny_run):
+    """A term placed by a glossary stays where attention aligns it to a word the vocabulary
+    cannot spell; its last word may have an ending or a sign after it."""
+    assert term_words("Ein Hunde, der Hund läuft".split(), ["Hund", "der Hund", "Katze"]) == {
+        1, 2, 3}
+    tokenizer = Translator.from_run(tiny_run, "cpu").tokenizer
+    line, made = "A Łódź dog runs .", Translation("Ein Łoda Hund läuft .", [], 0.0, 0.0,
+                                                   alignment=[(0, 0), (1, 1), (1, 2), (3, 3)])
+    assert unknown_words(tokenizer, line) == [1]
+    copied = with_unknown_copied(tokenizer, [line], [[made]])[0][0]
+    assert copied.text == "Ein Łódź läuft ."  # the made-up word and "Hund" aligned to it go
+    kept = with_unknown_copied(tokenizer, [line], [[made]], terms=[["Hund"]])[0][0]
+    assert kept.text == "Ein Łódź Hund läuft ."
 
 
 def test_translate_copy_unknown(tiny_run):

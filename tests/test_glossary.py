@@ -62,6 +62,22 @@ def test_progress_places_a_constraint_whole_and_undoes_one_broken_off():
     assert done.after(5, constraints).complete
 
 
+def test_progress_follows_constraints_that_open_alike():
+    """Two constraints opening with the same token: the search may go on with either, and a
+    token that breaks one off may carry on another begun with the tokens before it ("den"
+    "Hund" for "den Hund", though "den" was taken for "den Schnee")."""
+    den, schnee, hund = 5, 7, 9
+    constraints = [[den, schnee], [den, hund]]
+    p = Progress((False, False)).after(den, constraints)
+    assert p.next_tokens(constraints) == {schnee, hund}
+    assert p.after(hund, constraints).met == (False, True)
+    assert p.after(schnee, constraints).met == (True, False)
+    overlapping = [[5, 6, 7], [6, 8]]  # 5 6 8: the first broken off after 5 6, the second met
+    p = Progress((False, False)).after(5, overlapping).after(6, overlapping)
+    assert p.after(8, overlapping).met == (False, True)
+    assert p.after(4, overlapping).placed(overlapping) == 0
+
+
 # Pieces of a vocabulary in which "▁Hund" takes endings: "▁Hunde" is it with one joined; "e"
 # and "en" are endings, "führer" goes on with a word but is none, "E" and "▁läuft" neither.
 HUND, HUNDE, E, FUEHRER, EN, LAEUFT, EIN = range(4, 11)
@@ -120,6 +136,28 @@ def test_an_inflected_term_takes_the_ending_the_model_would_write():
     with pytest.raises(ValueError, match="target pieces"):
         constrained_beam_search(model, torch.tensor([[EIN]]), [5], [[[HUND]]], beam_size=3,
                                 alpha=0.0, inflect=True)
+
+
+# A vocabulary with a full stop: "▁Brot" "." is what the model would write; "▁usw" "." too.
+BROT, USW, DOT, UND = range(4, 8)
+STOPS = ["<pad>", "<unk>", "<s>", "</s>", "▁Brot", "▁usw", ".", "▁und"]
+
+
+def test_a_term_may_hold_a_full_stop_and_come_twice():
+    """A hypothesis with a term unmet writes no sentence end, but a full stop that is a piece
+    of the term ("usw.") is no sentence end; and --no-repeat-ngram does not keep a term
+    found twice from its second place."""
+    model, pieces = TableModel({2: {BROT: 1.0}, BROT: {DOT: 0.7, USW: 0.3},
+                                USW: {DOT: 0.9, EOS_ID: 0.1}, DOT: {EOS_ID: 1.0}},
+                               len(STOPS)), Pieces.of(STOPS, CPU)
+    found = constrained_beam_search(model, torch.tensor([[BROT]]), [6], [[[USW, DOT]]],
+                                    beam_size=3, alpha=0.0, pieces=pieces)[0]
+    assert found[0].tokens == [BROT, USW, DOT]
+    model = TableModel({2: {BROT: 1.0}, BROT: {UND: 0.5, EOS_ID: 0.5},
+                        UND: {BROT: 0.5, USW: 0.5}, USW: {EOS_ID: 1.0}}, len(STOPS))
+    found = constrained_beam_search(model, torch.tensor([[BROT]]), [6], [[[BROT], [BROT]]],
+                                    beam_size=3, alpha=0.0, no_repeat_ngram=1, pieces=pieces)
+    assert found[0][0].tokens == [BROT, UND, BROT]
 
 
 def test_allocate_deals_the_banks_in_turn_fullest_first():
@@ -262,6 +300,9 @@ def test_a_glossary_ignoring_case_follows_the_case_it_finds(tmp_path):
     assert glossary.targets(line, ignore_case=True) == [
         "Fahrrad", "FAHRRAD", "uns", "USA", "Der Spieler"]
     assert glossary.targets("Us and THE PLAYER", ignore_case=True) == ["USA", "DER SPIELER"]
+    # matched in any case by the pattern, though casefold() gives "i̇stanbul" and "ıstanbul"
+    istanbul = read_glossary(write(tmp_path / "i.tsv", "istanbul\tIstanbul\n"))
+    assert istanbul.targets("İstanbul or ıstanbul", ignore_case=True) == ["Istanbul"] * 2
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -331,6 +372,8 @@ def test_translate_glossary_errors(tiny_run, tmp_path):
     one_line_error(invoke(*run, "--glossary", good, "--sampling"), "drop --sampling")
     greek = write(tmp_path / "greek.tsv", "man\tΩμέγα\n")
     one_line_error(invoke(*run, "--glossary", greek), "'Ωμέγα'", "vocabulary lacks")
+    unseen = write(tmp_path / "unseen.tsv", "man\t\u200b\n")  # a zero-width space
+    one_line_error(invoke(*run, "--glossary", unseen), "'\\u200b'", "nothing to write")
 
 
 def test_translate_terms_file(tiny_run, tmp_path):

@@ -180,6 +180,7 @@ def test_a_request_splits_its_lines_and_finds_glossary_terms_in_each_sentence(tm
     assert asked.sentences() == ["A man runs.", "A dog sleeps.", "A man."]
     assert asked.terms == [["Mann"], ["Hund"], ["Mann"]]
     assert asked.split == Split.of(lines) and not asked.config.split_sentences
+    assert asked.split.per_line(asked.terms) == [["Mann", "Hund"], ["Mann"]]  # for copy_unknown
     plain = query({"text": lines})
     assert plain.sentences() == lines and plain.split is None
     splitting = dataclasses.replace(decode, split_sentences=True)  # nmt serve --split-sentences
