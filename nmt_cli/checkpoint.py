@@ -208,11 +208,16 @@ def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
         raise UserError(f"{path}: unreadable run config ({e})") from None
 
 
+def check_run_dir(run_dir: Path) -> None:
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: " + ("a file, not a run directory" if run_dir.exists()
+                                          else "no such run directory"))
+
+
 def load_run(run_dir: Path, device: torch.device, weights: str = BEST_WEIGHTS) -> Run:
     """Rebuild tokenizer and model from a run directory alone."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run directory")
+    check_run_dir(run_dir)
     config, vocab = read_config(run_dir)
     tokenizer = Tokenizer.load(run_dir)
     if (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size) != (vocab["src"], vocab["tgt"]):
@@ -258,15 +263,27 @@ def truncate_metrics(run_dir: Path, step: int) -> None:
     atomic_write_text(path, "".join(kept))
 
 
+TEXT_FIELDS = ("kind", "reason")  # the fields of a metrics record that are not numbers
+
+
 def metrics_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """Each whole record of a metrics.jsonl file, with its line; a line cut short by a crash
-    is passed over."""
+    is passed over. A record unlike those training writes (a number in each field, a whole
+    one in "step", text in TEXT_FIELDS) is a one-line error naming its line: the file was
+    damaged or edited."""
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
         try:
+            line = raw.decode("utf-8")
             record = json.loads(line)
-        except ValueError:
+        except ValueError:  # UnicodeDecodeError is one
             continue
         if isinstance(record, dict):
+            for key, value in record.items():
+                if not (isinstance(value, str) if key in TEXT_FIELDS
+                        else type(value) is int if key == "step"
+                        else isinstance(value, int | float)):
+                    raise UserError(f"{path}:{number}: {key!r} is {json.dumps(value)[:40]}, "
+                                    "not what training writes there")
             records.append((line, record))
     return records

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import METRICS_FILE, metrics_records, read_config
+from .checkpoint import METRICS_FILE, check_run_dir, metrics_records, read_config
 from .errors import UserError
 
 LANGUAGE_BLEU = "val_bleu_"  # then a target language: validation.validate
@@ -44,8 +44,7 @@ class LearningCurve:
 def read_metrics(run_dir: Path) -> list[dict]:
     """The records of a run's metrics.jsonl (a line cut short by a crash is passed over)."""
     path = Path(run_dir) / METRICS_FILE
-    if not Path(run_dir).is_dir():
-        raise UserError(f"{run_dir}: no such run directory")
+    check_run_dir(Path(run_dir))
     if not path.is_file():
         raise UserError(f"{run_dir}: no {METRICS_FILE} (not a run directory, or no step "
                         "trained yet)")
@@ -61,7 +60,7 @@ def learning_curve(run_dir: Path | str) -> LearningCurve:
         raise UserError(f"{run_dir}: {METRICS_FILE} holds no training step yet")
     try:
         return series(str(run_dir), steps, validations)
-    except (KeyError, TypeError) as e:
+    except KeyError as e:  # the values are numbers (metrics_records)
         raise UserError(f"{run_dir}: a record of {METRICS_FILE} lacks {e}") from None
 
 

@@ -8,6 +8,7 @@ NaN/inf steps in a row.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -38,7 +39,12 @@ class TrainingProgress:
         saved = dict(saved)
         if "best_bleu" in saved:
             saved["best_score"] = saved.pop("best_bleu")
-        return cls(**saved)
+        progress = cls(**saved)
+        for f in dataclasses.fields(cls):  # whole numbers where the defaults are
+            value = getattr(progress, f.name)
+            if not (type(value) is int or type(f.default) is float and type(value) is float):
+                raise TypeError(f"progress {f.name} is {value!r}")
+        return progress
 
     @property
     def at_start(self) -> bool:

@@ -383,6 +383,10 @@ def test_bad_input_is_one_line(runs, tmp_path):
                    ".png or .svg")
     one_line_error(invoke("plot", str(tmp_path)), "no metrics.jsonl")
     one_line_error(invoke("plot", str(tmp_path / "missing")), "no such run directory")
+    one_line_error(invoke("plot", str(runs["transformer"] / "config.json")),
+                   "config.json: a file, not a run directory")
+    one_line_error(invoke("translate", "--run", str(runs["transformer"] / "config.json"), "hi"),
+                   "config.json: a file, not a run directory")
 
 
 def test_bleu_by_length_of_several_systems_is_a_real_picture(tmp_path):

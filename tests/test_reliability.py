@@ -327,6 +327,35 @@ def test_damaged_files_are_one_line_errors(reference, tmp_path, damage):
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+def test_a_damaged_log_or_progress_is_a_one_line_error(reference, tmp_path):
+    """metrics.jsonl: a line that is not UTF-8 or not JSON is passed over, as one cut short by
+    a crash is; a record with a field of the wrong type names its line, for every command that
+    reads the log. A saved progress of the wrong type stops a resume with one line too."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    log = run_dir / "metrics.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join([lines[0], b"\xff\xfe\n", b'{"kind": "st\n', *lines[1:]]))
+    assert len(checkpoint.metrics_records(log)) == len(lines)
+    validation = next(i for i, line in enumerate(lines) if b'"validate"' in line)
+    record = json.loads(lines[validation])
+    for key, value in (("val_bleu", "abc"), ("step", [8]), ("step", 8.0), ("kind", 1)):
+        log.write_text(b"".join(lines).decode() + json.dumps({**record, key: value}) + "\n")
+        with pytest.raises(UserError, match=rf"metrics.jsonl:{len(lines) + 1}: '{key}' is "):
+            checkpoint.metrics_records(log)
+    for command in (["plot", str(run_dir), "--json"], ["train", "--resume", str(run_dir)]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), command
+        assert result.stderr.strip().splitlines()[-1] == (  # after the data report, resuming
+            f"error: {log}:{len(lines) + 1}: 'kind' is 1, not what training writes there")
+    log.write_bytes(b"".join(lines))
+    state = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)
+    state["progress"]["step"] = "8"
+    checkpoint.save_train_state(run_dir / checkpoint.TRAIN_STATE, state)
+    result = CliRunner().invoke(app, ["train", "--resume", str(run_dir)])
+    assert result.exit_code == 1 and "does not match this run" in result.stderr
+
+
 def test_nan_steps_are_skipped_then_training_stops(corpus, tmp_path):
     config = tiny_config(corpus, 40, **{"train.max_bad_steps": 3})
     trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None)
