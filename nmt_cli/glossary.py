@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +43,13 @@ class Glossary:
             out.setdefault(term.casefold(), term)
         return out
 
-    def targets(self, line: str, ignore_case: bool = False) -> list[str]:
+    def targets(self, line: str, ignore_case: bool = False,
+                writable: Callable[[str], bool] | None = None) -> list[str]:
         """The target terms of the source terms in `line`, in the order they occur (a term
         found twice, twice). With `ignore_case`, a term matches in any case; the entry of
-        that case wins, and the target term of another follows the case of the match (cased)."""
+        that case wins, and the target term of another follows the case of the match (cased),
+        unless the model cannot write it so (`writable`: "CAFÉ" without "É"): then it comes
+        as written."""
         if not ignore_case:
             return [self.terms[found.group()] for found in self.pattern.finditer(line)]
         out = []
@@ -55,7 +59,10 @@ class Glossary:
             if entry is None:  # "İstanbul" matches "istanbul" in any case, but folds otherwise
                 entry = next(term for term in self.terms
                              if re.fullmatch(re.escape(term), text, re.IGNORECASE))
-            out.append(cased(self.terms[entry], text, entry))
+            term = cased(self.terms[entry], text, entry)
+            if writable is not None and term != self.terms[entry] and not writable(term):
+                term = self.terms[entry]
+            out.append(term)
         return out
 
 

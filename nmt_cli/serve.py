@@ -100,7 +100,7 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
         query = parse_query(await read_body(request, settings.max_body), settings, decode,
-                            engine.target_languages, glossary)
+                            engine.target_languages, glossary, engine.writable)
         aligned = [field for field, asked in (("alignment", query.alignment),
                                               ("markup", query.marked is not None),
                                               ("copy_unknown", query.copy_unknown)) if asked]

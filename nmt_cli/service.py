@@ -2,9 +2,9 @@
 a request, and the JSON of the answers (its settings are config.ServeConfig).
 
 Nothing here imports FastAPI or uvicorn (serve.py does), so the checks can be tested without
-the `serve` extra. A request is hostile until
-checked: its size is bounded before it is parsed, every field is typed and ranged, unknown
-fields are refused, and no request ever names a file the server reads.
+the `serve` extra. A request is hostile until checked: its size is bounded before it is
+parsed, every field is typed and ranged, unknown fields are refused, and no request ever names
+a file the server reads.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,8 @@ class Query:
 
 
 def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
-                languages: list[str] | None = None, glossary: Glossary | None = None) -> Query:
+                languages: list[str] | None = None, glossary: Glossary | None = None,
+                writable: Callable[[str], bool] | None = None) -> Query:
     """Check a POST /translate body: 400 when it is not JSON, 422 when its fields are wrong
     (a "tgt_lang" not among the model's `languages` too), 413 when it holds more lines, or
     longer ones, than the limits allow. "prefix" is text every translation opens with: a
@@ -82,7 +84,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     read already); "glossary_inflect" (default: the server's) lets the terms' last words take
     an ending; "split_sentences" (default: the server's) translates each sentence of a line on
     its own. The sentences and the terms found in each go with the query; its
-    settings then name no glossary and no splitting, which the server does."""
+    settings then name no glossary and no splitting, which the server does; `writable`:
+    Engine.writable, for terms found in another case (Glossary.targets)."""
     if glossary is None and decode.glossary:
         glossary = read_glossary(decode.glossary)
     request = json_object(body)
@@ -132,7 +135,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
                                             split_sentences=False),
                  nbest, None if split else prefixes, flags["alignment"], marked,
                  flags["copy_unknown"], None if glossary is None else [
-                     glossary.targets(text, decode.glossary_ignore_case) for text in texts],
+                     glossary.targets(text, decode.glossary_ignore_case, writable)
+                     for text in texts],
                  split)
 
 

@@ -116,6 +116,10 @@ class Engine:
         """translate_nbest, each line read whole."""
         raise NotImplementedError
 
+    def writable(self, text: str) -> bool:
+        """Whether the model's target vocabulary spells `text` (no piece of it is <unk>)."""
+        return UNK_ID not in self.tokenizer.encode_tgt([text])[0]
+
     def line_terms(self, lines: list[str], config: DecodeConfig,
                    terms: list[list[str]] | None = None) -> list[list[str]] | None:
         """The target terms that each line's translations hold: config.glossary's for the
@@ -321,8 +325,9 @@ class Translator(Engine):
         if config.glossary:
             if config.glossary not in self.glossaries:
                 self.glossaries[config.glossary] = read_glossary(config.glossary)
-            found = [self.glossaries[config.glossary].targets(line, config.glossary_ignore_case)
-                     + own for line, own in zip(lines, found)]
+            glossary = self.glossaries[config.glossary]
+            found = [glossary.targets(line, config.glossary_ignore_case, self.writable) + own
+                     for line, own in zip(lines, found)]
         return found
 
     def constraints(self, lines: list[str], config: DecodeConfig,

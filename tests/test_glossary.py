@@ -303,6 +303,14 @@ def test_a_glossary_ignoring_case_follows_the_case_it_finds(tmp_path):
     # matched in any case by the pattern, though casefold() gives "i̇stanbul" and "ıstanbul"
     istanbul = read_glossary(write(tmp_path / "i.tsv", "istanbul\tIstanbul\n"))
     assert istanbul.targets("İstanbul or ıstanbul", ignore_case=True) == ["Istanbul"] * 2
+    # a case the model cannot write ("É" unknown) falls back to the term as written
+    cafe = read_glossary(write(tmp_path / "c.tsv", "cafe\tCafé\n"))
+    assert cafe.targets("THE CAFE", ignore_case=True) == ["CAFÉ"]
+    assert cafe.targets("THE CAFE", ignore_case=True, writable=lambda t: "É" not in t) == [
+        "Café"]
+    decode = DecodeConfig(glossary=str(tmp_path / "c.tsv"), glossary_ignore_case=True)
+    assert parse_query(json.dumps({"text": "THE CAFE"}).encode(), ServeConfig(), decode,
+                       writable=lambda t: "É" not in t).terms == [["Café"]]
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -345,6 +353,10 @@ def test_translate_glossary(tiny_run, tmp_path):
     config = DecodeConfig(beam=3, max_len_b=6, glossary=glossary)
     assert all("Mann" in h.text.split() or "Mann." in h.text
                for h in translator.translate_nbest(LINES[:1], config, 3)[0])
+    any_case = DecodeConfig(beam=3, glossary=glossary, glossary_ignore_case=True)
+    assert translator.line_terms(["A MAN."], any_case) == [["MANN"]]
+    translator.writable = lambda text: text != "MANN"  # as if "MANN" could not be written
+    assert translator.line_terms(["A MAN."], any_case) == [["Mann"]]
     shouted = invoke("translate", *common, "A MAN.", "--glossary", glossary,
                      "--glossary-ignore-case")
     assert shouted.exit_code == 0 and "MANN" in shouted.stdout, shouted.output
