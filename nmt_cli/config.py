@@ -536,11 +536,15 @@ def command_line_overrides(settings: list[str] | None,
     """`--set` strings, then the command's own options (None: not given), as one dict.
 
     A limit given as an option (train.max_steps, max_time, epochs) replaces every limit that
-    came before it: `--max-steps 5` on a preset with a time budget trains 5 steps."""
+    came before it: `--max-steps 5` on a preset with a time budget trains 5 steps. A `--set`
+    value that an option replaces is still checked (on the defaults): a typo is an error."""
     given = {key: value for key, value in (options or {}).items() if value is not None}
     if any(key in given for key in LIMITS):
         given = {**dict.fromkeys(LIMITS, 0), **given}
-    return {**parse_set(settings or []), **given}
+    overrides = parse_set(settings or [])
+    for key in overrides.keys() & given.keys():
+        apply_overrides(Config(), {key: overrides[key]})
+    return {**overrides, **given}
 
 
 # What a resumed run may change. train.keep_last only says which files stay; train.ema_decay

@@ -115,6 +115,18 @@ def test_a_limit_option_replaces_every_earlier_limit():
     assert (config.train.max_steps, config.train.max_time) == (5, 0.0)
     kept = resolve_config("multi30k-transformer", settings=["train.max_steps=5"])
     assert (kept.train.max_steps, kept.train.max_time) == (5, 3600.0)  # --set only adds
+    replaced = resolve_config(settings=["train.max_time=5m"], options={"train.max_steps": 5})
+    assert (replaced.train.max_steps, replaced.train.max_time) == (5, 0.0)
+    # a --set value an option replaces is checked all the same
+    for setting, options, message in (
+            ("train.max_steps=-5", {"train.max_time": "1m"}, "must not be negative"),
+            ("train.max_time=-5", {"train.max_steps": 5}, "invalid duration '-5'"),
+            ("train.max_time=5x", {"train.epochs": 1}, "5x"),
+            ("train.max_time=nan", {"train.max_time": "1m"}, "invalid duration 'nan'"),
+            ("train.epochs=1.5", {"train.epochs": 2}, "train.epochs"),
+            ("train.seed=abc", {"train.seed": 1}, "train.seed")):
+        with pytest.raises(UserError, match=message):
+            resolve_config(settings=[setting], options=options)
 
 
 def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
