@@ -280,10 +280,17 @@ def metrics_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             continue
         if isinstance(record, dict):
             for key, value in record.items():
-                if not (isinstance(value, str) if key in TEXT_FIELDS
-                        else type(value) is int if key == "step"
-                        else isinstance(value, int | float)):
+                if not as_written(key, value):
                     raise UserError(f"{path}:{number}: {key!r} is {json.dumps(value)[:40]}, "
                                     "not what training writes there")
             records.append((line, record))
     return records
+
+
+def as_written(key: str, value: Any) -> bool:
+    """Whether a metrics record's field holds what training writes there."""
+    if key in TEXT_FIELDS:
+        return isinstance(value, str)
+    if key == "step":
+        return type(value) is int
+    return isinstance(value, int | float)
