@@ -420,8 +420,11 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
     """search.translate_nbest, where each sentence's translations contain its `constraints`
     (runs of target ids; none: an empty list): the sentences with some are decoded by
     constrained_beam_search (`pieces`, `breaks`: see there) in batches of similar length, the
-    others by search.py as usual. The output limit of a sentence is raised to hold its
-    prefix and constraints."""
+    others by search.py as usual. A sentence's output limit (search.output_limit, which
+    holds its prefix) is raised where it must be to hold its constraints and as many tokens
+    again as its source has: room for the words around them. (Raising it by the constraints'
+    length everywhere gave the search room to repeat the sentence after a term, and lowered
+    BLEU: bench/RESULTS.md.)"""
     check_constrained(config)
     check_nbest(nbest, config)
     plain = [i for i, c in enumerate(constraints) if not c or not src_ids[i]]
@@ -435,7 +438,7 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
         srcs = [src_ids[i][: model.max_positions - 1] for i in chunk]
         own = [prefixes[i][: model.max_positions] if prefixes else [] for i in chunk]
         limits = [output_limit(len(src), config, model.max_positions,
-                               len(prefix) + sum(map(len, constraints[i])))
+                               len(prefix) + sum(map(len, constraints[i])) + len(src))
                   for src, prefix, i in zip(srcs, own, chunk)]
         found = constrained_beam_search(
             model, source_tensor(srcs).to(device), limits, [constraints[i] for i in chunk],

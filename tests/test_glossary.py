@@ -186,6 +186,20 @@ def test_constrained_search_finds_the_best_hypothesis_that_holds_them(constraint
     assert held == sorted(held, reverse=True)
 
 
+def test_the_output_limit_holds_the_constraints_and_room_around_them():
+    """A sentence's limit, here 1 (a = 0, b = 1), is raised to hold its constraints and as
+    many tokens again as its source has (here 1 + 1), room for a word beside the term B:
+    A B (0.18) comes after B (0.4). A limit that holds that already is kept."""
+    model = TableModel(TABLE)
+    config = DecodeConfig(beam=3, max_len_a=0.0, max_len_b=1, alpha=0.0)
+    found = translate_constrained(model, [[A]], [[[B]]], config, CPU, nbest=3)[0]
+    assert [h.tokens for h in found][:2] == [[B], [A, B]]
+    assert max(len(h.tokens) for h in found) == 2
+    config = DecodeConfig(beam=3, max_len_a=0.0, max_len_b=3, alpha=0.0)
+    found = translate_constrained(model, [[A]], [[[B]]], config, CPU, nbest=3)[0]
+    assert max(len(h.tokens) for h in found) == 3  # A A B
+
+
 def test_a_constraint_that_does_not_fit_the_limit_still_gives_hypotheses():
     found = constrained_beam_search(TableModel(TABLE), torch.tensor([[A]]), [2], [[[A, A, A]]],
                                     beam_size=2, alpha=0.0)[0]
