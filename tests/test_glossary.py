@@ -430,6 +430,12 @@ def test_translate_terms_file(tiny_run, tmp_path):
     streamed = invoke("translate", "--run", str(tiny_run), "--beam", "3", "--terms-file", short,
                       input=b"A man.\nA dog.\n")
     one_line_error(streamed, f"--terms-file {short} has fewer lines than the input")
+    lost = write(tmp_path / "lost.de", "Haus\nHund\nBaum\n\t \n")
+    blank = invoke("translate", "--run", str(tiny_run), "--beam", "3", "--terms-file", lost,
+                   input=b"A man.\n\nA dog.\n \n")  # line 2's terms are lost, line 4 has none
+    assert blank.exit_code == 0 and blank.stdout.split("\n")[1::2] == ["", ""]
+    assert blank.stderr == (f"warning: input line 2 is blank, and so is its translation: "
+                            f"--terms-file {lost}:2 is left out\n")
 
 
 def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):

@@ -173,6 +173,12 @@ def test_translate_prefix_options(tiny_run, tmp_path):
     translator = Translator.from_run(tiny_run, "cpu")
     config = DecodeConfig(beam=2, max_len_b=4)
     assert out == translator.translate(LINES, config, prefixes=["Ein Mann", "", "Zwei"])
+    assert result.stderr == ""  # line 2, blank, has no prefix
+    prefixes.write_text("Ein Mann\nHallo\nZwei\n", encoding="utf-8")
+    result = invoke("translate", *common, "-i", str(source), "--prefix-file", str(prefixes))
+    assert result.stdout.split("\n")[1] == "" and result.stderr == (
+        f"warning: input line 2 is blank, and so is its translation: --prefix-file "
+        f"{prefixes}:2 is left out\n")
     result = invoke("translate", *common, LINES[0], "--prefix", "Zwei")
     assert result.exit_code == 0, result.output
     assert result.stdout == translator.translate(LINES[:1], config, prefixes=["Zwei"])[0] + "\n"

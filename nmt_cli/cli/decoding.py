@@ -146,6 +146,9 @@ def translate(
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value))
             out.flush()
+            for per_line in (prefixes, terms):
+                if isinstance(per_line, LineFile):
+                    per_line.check_blank(number, line)
             if not decode.split_sentences and sentence_starts(line):
                 paragraphs += 1
         for per_line in (prefixes, terms):
@@ -194,6 +197,13 @@ class LineFile:
         if line is None:
             raise UserError(f"{self.option} {self.path} has fewer lines than the input")
         return line
+
+    def check_blank(self, number: int, line: str) -> None:
+        """A warning when input line `number` is blank and this file gives it something:
+        a blank line's translation is blank, without it."""
+        if not line.strip() and self.all[number - 1].strip():
+            print(f"warning: input line {number} is blank, and so is its translation: "
+                  f"{self.option} {self.path}:{number} is left out", file=sys.stderr)
 
     def check_finished(self) -> None:
         if next(self.lines, None) is not None:
