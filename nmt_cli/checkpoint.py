@@ -23,6 +23,7 @@ Weights are stored as safetensors; the training state is read back with
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import re
 import warnings
@@ -39,6 +40,7 @@ from ._version import __version__
 from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
 from .distributed import World
 from .errors import UserError, in_file
+from .events import json_text
 from .files import atomic_write, atomic_write_text
 from .models import Seq2Seq, build_model
 from .optim import Updater
@@ -248,7 +250,7 @@ def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
 
 def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
     with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
+        f.write(json_text(record) + "\n")
 
 
 def truncate_metrics(run_dir: Path, step: int) -> None:
@@ -267,10 +269,10 @@ TEXT_FIELDS = ("kind", "reason")  # the fields of a metrics record that are not 
 
 
 def metrics_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """Each whole record of a metrics.jsonl file, with its line; a line cut short by a crash
-    is passed over. A record unlike those training writes (a number in each field, a whole
-    one in "step", text in TEXT_FIELDS) is a one-line error naming its line: the file was
-    damaged or edited."""
+    """Each whole record of a metrics.jsonl file, with its line, a null number (a skipped
+    step's loss) read as NaN; a line cut short by a crash is passed over. A record unlike
+    those training writes (a number or null in each field, a whole number in "step", text in
+    TEXT_FIELDS) is a one-line error naming its line: the file was damaged or edited."""
     records = []
     for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
         try:
@@ -283,7 +285,8 @@ def metrics_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
                 if not as_written(key, value):
                     raise UserError(f"{path}:{number}: {key!r} is {json.dumps(value)[:40]}, "
                                     "not what training writes there")
-            records.append((line, record))
+            records.append((line, {key: math.nan if value is None else value
+                                   for key, value in record.items()}))
     return records
 
 
@@ -293,4 +296,4 @@ def as_written(key: str, value: Any) -> bool:
         return isinstance(value, str)
     if key == "step":
         return type(value) is int
-    return isinstance(value, int | float)
+    return value is None or isinstance(value, int | float)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import math
 import os
 import random
 import shutil
@@ -24,7 +25,7 @@ from test_cli import one_line_error
 from test_learning import VOCAB, reverse_task
 from typer.testing import CliRunner
 
-from nmt_cli import DecodeConfig, UserError, pictures, resolve_config, training
+from nmt_cli import DecodeConfig, UserError, checkpoint, pictures, resolve_config, training
 from nmt_cli.alignment import hard_links, hypothesis_attention
 from nmt_cli.attention_maps import attention_maps, attention_weights, map_counts, select_maps
 from nmt_cli.cli import app
@@ -314,6 +315,33 @@ def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
     older = {**printed["runs"][0], "val_chrf": [None] * len(printed["runs"][0]["val_steps"])}
     pictures.draw_curves([older], tmp_path / "older.png", "chrf")  # logged no chrF: a gap
     assert_real_picture(tmp_path / "older.png", *pictures.CURVES_SIZE)
+
+
+def strict_json(text: str):
+    """JSON as strict readers (jq, JavaScript) take it: a bare NaN or Infinity is an error."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_skipped_steps_nan_loss_is_written_and_printed_as_null(runs, tmp_path):
+    """Training logs a skipped step's loss as NaN: metrics.jsonl holds null there (a log
+    written before, a bare NaN), read back as NaN, and `plot --json` prints null."""
+    run = tmp_path / "run"
+    shutil.copytree(runs["transformer"], run)
+    record = {"kind": "step", "step": 99, "epoch": 1, "loss": float("nan"), "lr": 1e-3,
+              "tokens": 10, "tokens_per_s": 5.0, "elapsed": 1.0}
+    checkpoint.append_metrics(run, record)
+    log = run / checkpoint.METRICS_FILE
+    assert strict_json(log.read_text().splitlines()[-1])["loss"] is None
+    with open(log, "a") as f:  # as json.dumps wrote it before
+        f.write(json.dumps({**record, "step": 100}) + "\n")
+    read = [r for _, r in checkpoint.metrics_records(log) if r["step"] in (99, 100)]
+    assert len(read) == 2 and all(math.isnan(r["loss"]) for r in read)
+    result = invoke("plot", str(run), "--json")
+    assert result.exit_code == 0, result.output
+    curve = strict_json(result.stdout)["runs"][0]
+    assert curve["loss"][-2:] == [None, None] and None not in curve["loss"][:-2]
 
 
 def test_plot_draws_the_score_every_run_ranks_by(runs, tmp_path):

@@ -3,7 +3,6 @@ intervals and the significance of each system's difference from the first."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +13,7 @@ from rich.table import Table
 
 from ..config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from ..errors import UserError
+from ..events import json_text
 from .common import app, choices, user_errors, with_decode_options
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def compare_command(
 
 def show_comparison(result: Comparison, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(asdict(result)))
+        print(json_text(asdict(result)))
         return
     tests = [t for t in ("bootstrap", "ar") if t in result.signatures]
     table = Table(title=f"{len(result.systems)} systems vs {result.reference} "

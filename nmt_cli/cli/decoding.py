@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +15,7 @@ from rich.table import Table
 
 from ..config import DecodeConfig
 from ..errors import UserError
+from ..events import json_text
 from ..languages import checked_sources
 from ..pictures import check_picture_path
 from ..sentences import sentence_starts
@@ -216,9 +215,9 @@ def render(number: int, source: str, hypotheses: list[Translation], output_forma
     there is one, follows the text after " ||| " (as Marian prints it), or in a last column."""
     ranked = list(enumerate(hypotheses, 1))
     if output_format == "jsonl":
-        return json.dumps({"line": number, "source": source,
-                           "hypotheses": [hypothesis_json(rank, h) for rank, h in ranked]},
-                          ensure_ascii=False) + "\n"
+        return json_text({"line": number, "source": source,
+                          "hypotheses": [hypothesis_json(rank, h) for rank, h in ranked]},
+                         ensure_ascii=False) + "\n"
     if output_format == "tsv":
         return "".join(f"{number}\t{rank}\t{h.score:.4f}\t{h.log_prob:.4f}\t{h.text}"
                        f"{aligned(h, chr(9))}\n" for rank, h in ranked)
@@ -321,7 +320,7 @@ def show_scores(result: Evaluation, as_json: bool,
         if buckets is not None:
             out["by_length"] = {"length_of": length_basis(result),
                                 "buckets": [vars(b) for b in buckets]}
-        print(json.dumps(out))
+        print(json_text(out))
         return
     table = Table(title=f"{result.hypotheses} vs {result.references} "
                         f"({result.sentences} sentences)")
@@ -422,11 +421,11 @@ def score_line(number: int, source: str, target: str, pair: PairScore, normalize
         links = f" ||| {pharaoh(pair.alignment or [])}" if alignment else ""
         return f"{value:.4f}{links}\n"
     line = {"line": number, "source": source, "target": target,
-            "score": None if math.isnan(value) else value, "tokens": pair.tokens,
+            "score": value, "tokens": pair.tokens,  # nan: null (json_text)
             "token_log_probs": [round(v, 4) for v in pair.token_log_probs]}
     if alignment:
         line["alignment"] = (None if pair.alignment is None
                              else [list(link) for link in pair.alignment])
-    return json.dumps(line, ensure_ascii=False) + "\n"
+    return json_text(line, ensure_ascii=False) + "\n"
 
 

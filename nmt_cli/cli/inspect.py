@@ -6,13 +6,13 @@ prints the numbers behind it instead.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..config import ATTENTION_KINDS, DecodeConfig
+from ..events import json_text
 from ..pictures import METRIC_NAMES, check_picture_path, draw_attention, draw_curves
 from .common import RunOption, app, choices, user_errors, with_decode_options
 
@@ -57,7 +57,7 @@ def attention(
     maps = attention_maps(translator, check_utf8(text, "TEXT"), kind.value, layer, head, decode,
                           check_utf8(prefix, "--prefix"))
     if as_json:
-        print(json.dumps(maps.to_json()))
+        print(json_text(maps.to_json()))
     else:
         print(draw_attention(maps.to_json(), output))
 
@@ -80,6 +80,6 @@ def plot(
         check_picture_path(output)
     curves = [curve.to_json() for curve in learning_curves(runs)]
     if as_json:
-        print(json.dumps({"runs": curves}))
+        print(json_text({"runs": curves}))
     else:
         print(draw_curves(curves, output, metric.value if metric else ranking_metric(runs)))

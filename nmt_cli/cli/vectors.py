@@ -3,7 +3,6 @@ and a map of them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
+from ..events import json_text
 from ..pictures import check_picture_path, draw_word_map
 from .common import app, choices, user_errors
 
@@ -66,7 +66,7 @@ def embeddings(
     if output is not None:
         result.update(word_map(loaded, vectors, side.value, query, found, chosen, output))
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
     elif output is not None:
         print(output)
     else:
