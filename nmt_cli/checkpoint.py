@@ -164,17 +164,26 @@ def remove_partial_writes(run_dir: Path) -> None:
         leftover.unlink()
 
 
+STATE_PARTS = ("progress", "model", "rng")  # in every training state (save_training)
+
+
 def load_train_state(path: Path) -> dict[str, Any]:
+    """A training state as save_training wrote it; a one-line error for anything else."""
     try:
         with warnings.catch_warnings():  # torch warns about odd bytes before failing on them
             warnings.simplefilter("ignore")
-            return torch.load(path, map_location="cpu", weights_only=True)
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:  # what weights_only raises on anything but plain data
         reason = "it holds objects other than tensors and plain data; refused"
     except FileNotFoundError:
         reason = "file not found"
     except Exception:  # a damaged file fails in many ways
         reason = "corrupt or truncated"
+    else:
+        lacking = [part for part in STATE_PARTS if not isinstance(state, dict) or part not in state]
+        if not lacking:
+            return state
+        reason = f"it has no {lacking[0]!r}"
     raise UserError(f"{path}: not a valid training state ({reason})")
 
 

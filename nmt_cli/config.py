@@ -481,6 +481,9 @@ def apply_overrides(config: Config, overrides: dict[str, Any]) -> Config:
         section, _, name = key.partition(".")
         cls = classes.get(section)
         field_types = {f.name: f.type for f in fields(cls)} if cls else {}
+        if cls and not name:
+            raise UserError(f"{key!r} is a section, not a setting: name one of its "
+                            f"settings, such as {key}.{next(iter(field_types))}")
         if name not in field_types:
             raise UserError(f"unknown setting {key!r}; valid keys: {', '.join(valid_keys())}")
         kind = {"str": str, "int": int, "float": float, "bool": bool}[field_types[name]]

@@ -60,10 +60,15 @@ def parse_line(path: Path, number: int, fields: list[str], dim: int | None) -> n
         raise UserError(f"{path}:{number}: a vector of {size} values where {dim} are needed "
                         "(model.d_model)")
     try:
-        return np.asarray(fields[1:], dtype=np.float32)
+        with np.errstate(over="ignore"):  # a value past float32's range: inf, refused below
+            vector = np.asarray(fields[1:], dtype=np.float32)
     except ValueError:
         raise UserError(f"{path}:{number}: the vector holds something other than numbers"
                         ) from None
+    if not np.isfinite(vector).all():
+        raise UserError(f"{path}:{number}: the vector holds a value that is not a finite "
+                        "number")
+    return vector
 
 
 def initialise_embeddings(model: Seq2Seq, tokenizer: Tokenizer,

@@ -37,6 +37,15 @@ def test_unknown_key_lists_the_valid_ones():
         apply_overrides(Config(), {"model.layers": "3"})
 
 
+@pytest.mark.parametrize("table", [{"model": [1]}, {"train": 3}])
+def test_a_section_given_a_value_is_named_as_a_section(table):
+    """`model = [1]` in a config file (or --set train=3): a section, not an unknown key."""
+    section = next(iter(table))
+    with pytest.raises(UserError, match=rf"^'{section}' is a section, not a setting: name one "
+                                        rf"of its settings, such as {section}\.\w+$"):
+        from_dict(table)
+
+
 @pytest.mark.parametrize(("key", "value"), [("model.d_model", "big"), ("model.arch", "lstm"),
                                             ("model.norm_first", "maybe"),
                                             ("train.device", "tpu"),

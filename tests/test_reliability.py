@@ -330,7 +330,8 @@ def test_damaged_files_are_one_line_errors(reference, tmp_path, damage):
 def test_a_damaged_log_or_progress_is_a_one_line_error(reference, tmp_path):
     """metrics.jsonl: a line that is not UTF-8 or not JSON is passed over, as one cut short by
     a crash is; a record with a field of the wrong type names its line, for every command that
-    reads the log. A saved progress of the wrong type stops a resume with one line too."""
+    reads the log. A saved progress of the wrong type stops a resume with one line too, and so
+    does a state of the wrong shape, naming the part it lacks."""
     run_dir = tmp_path / "run"
     shutil.copytree(reference, run_dir)
     log = run_dir / "metrics.jsonl"
@@ -354,6 +355,13 @@ def test_a_damaged_log_or_progress_is_a_one_line_error(reference, tmp_path):
     checkpoint.save_train_state(run_dir / checkpoint.TRAIN_STATE, state)
     result = CliRunner().invoke(app, ["train", "--resume", str(run_dir)])
     assert result.exit_code == 1 and "does not match this run" in result.stderr
+    for other, lacking in (({"x": 1}, "progress"), ([1, 2], "progress"),
+                           ({"progress": state["progress"], "model": {}}, "rng")):
+        torch.save(other, run_dir / checkpoint.TRAIN_STATE)  # plain data, not a state
+        result = CliRunner().invoke(app, ["train", "--resume", str(run_dir)])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+        assert result.stderr == (f"error: {run_dir / checkpoint.TRAIN_STATE}: not a valid "
+                                 f"training state (it has no '{lacking}')\n")
 
 
 def test_nan_steps_are_skipped_then_training_stops(corpus, tmp_path):

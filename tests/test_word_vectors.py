@@ -80,6 +80,11 @@ def test_bad_vector_files_are_one_line_errors(tmp_path):
     broken.write_text("man 0.1 0.2\nwoman 0.1 x\n")
     with pytest.raises(UserError, match=r"broken.txt:2: the vector holds something other"):
         read_vectors(broken)
+    for value in ("nan", "-inf", "1e39"):  # 1e39: past float32's range
+        broken.write_text(f"man 0.1 0.2\nwoman 0.1 {value}\n")
+        with pytest.raises(UserError, match=r"broken.txt:2: the vector holds a value that is "
+                                            r"not a finite number$"):
+            read_vectors(broken)
     result = CliRunner().invoke(app, ["embeddings", "--vectors", str(broken),
                                       "--neighbors", "man"])
     assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1
