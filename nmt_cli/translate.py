@@ -396,7 +396,8 @@ def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None, lines: lis
                     max_positions: int, warn: Callable[[str], None]) -> list[list[int]] | None:
     """Target ids of each line's prefix (a blank one: none), encoded as text of its own: the
     translation goes on after its last piece, and may finish its last word. A prefix is cut
-    to `max_positions` tokens, the longest output."""
+    to `max_positions` tokens, the longest output; one the vocabulary cannot spell is an
+    error (it would come out with "⁇" in it)."""
     if prefixes is None:
         return None
     if len(prefixes) != len(lines):
@@ -404,7 +405,10 @@ def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None, lines: lis
                         "one per line (\"\" for none)")
     prefix_ids = [ids if prefix.strip() else []
                   for prefix, ids in zip(prefixes, tokenizer.encode_tgt(list(prefixes)))]
-    for ids in prefix_ids:
+    for prefix, ids in zip(prefixes, prefix_ids):
+        if UNK_ID in ids:
+            raise UserError(f"the target prefix {prefix[:40]!r} has a character the model's "
+                            "vocabulary lacks, so it cannot be written")
         if len(ids) > max_positions:
             warn(f"a target prefix of {len(ids):,} tokens was cut to the model's "
                  f"{max_positions:,}")

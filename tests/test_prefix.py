@@ -16,6 +16,7 @@ from test_search import A, B, TableModel
 
 from nmt_cli.config import DecodeConfig
 from nmt_cli.data import source_tensor
+from nmt_cli.errors import UserError
 from nmt_cli.search import forbid_special_tokens, prefix_tensor, search_nbest, translate_nbest
 from nmt_cli.special_tokens import EOS_ID, SOS_ID
 from nmt_cli.translate import Translator, encode_prefixes
@@ -153,6 +154,8 @@ def test_the_translator_opens_each_translation_with_its_text_prefix(tiny_run):
     assert same_up_to_rounding(found[2], translator.translate_nbest(LINES[2:], config, 2)[0])
     with pytest.raises(Exception, match="2 target prefixes for 3 lines"):
         translator.translate(LINES, config, prefixes=["a", "b"])
+    with pytest.raises(UserError, match=r"prefix '中文' has a character the model's vocabulary"):
+        translator.translate(LINES[:1], config, prefixes=["中文"])  # it would write "⁇"
     warnings: list[str] = []
     long = "Ein Mann " * 40
     ids = encode_prefixes(translator.run.tokenizer, [long, "Ein"], ["x", "y"], 20,
@@ -185,6 +188,8 @@ def test_translate_prefix_options(tiny_run, tmp_path):
 
     short, long = tmp_path / "short.de", tmp_path / "long.de"
     short.write_text("Ein\n\n", encoding="utf-8")
+    odd = tmp_path / "odd.de"
+    odd.write_text("Ein\n中文\nZwei\n", encoding="utf-8")  # not in a model of Latin script
     long.write_text("Ein\n\nZwei\nDrei\n", encoding="utf-8")
     kept = tmp_path / "kept.de"
     kept.write_text("an earlier translation\n", encoding="utf-8")
@@ -194,7 +199,9 @@ def test_translate_prefix_options(tiny_run, tmp_path):
             (["--prefix-file", str(long), "--prefix", "Ein"], "--prefix and --prefix-file"),
             (["--prefix-file", str(kept), "-o", str(kept)], "is also the input"),
             (["--prefix-file", str(tmp_path / "none")], "file not found"),
-            (["--prefix", "\udcff"], "--prefix: invalid UTF-8")):
+            (["--prefix", "\udcff"], "--prefix: invalid UTF-8"),
+            (["--prefix", "中文"], "--prefix: '中文' has a character the model's vocabulary"),
+            (["--prefix-file", str(odd)], f"--prefix-file {odd}:2: '中文' has a character")):
         result = invoke("translate", *common, "-i", str(source), "-o", str(kept), *options)
         one_line_error(result, message)
         assert kept.read_text(encoding="utf-8") == "an earlier translation\n"  # not opened

@@ -38,7 +38,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..evaluation import Evaluation, LengthBucket
     from ..scoring import PairScore
-    from ..translate import Translation
+    from ..translate import Engine, Translation
 
 OutputFormat = choices("OutputFormat", ("text", "tsv", "jsonl"))
 TEXT = OutputFormat("text")
@@ -114,6 +114,8 @@ def translate(
     tag = translator.language_tag(decode)  # a wrong --tgt-lang; each line may name its own
     if attention:
         translator.check_attention("--attention")
+    check_writable(translator, prefix_file, prefixes.all if isinstance(prefixes, LineFile)
+                   else [prefix or ""])
     aligned = [option for option, asked in (("--alignment", alignment), ("--markup", markup),
                                              ("--copy-unknown", copy_unknown)) if asked]
     if aligned:
@@ -207,6 +209,16 @@ class LineFile:
     def check_finished(self) -> None:
         if next(self.lines, None) is not None:
             raise UserError(f"{self.option} {self.path} has more lines than the input")
+
+
+def check_writable(translator: Engine, path: Path | None, prefixes: list[str]) -> None:
+    """A one-line error, before anything is translated or -o opened, for a target prefix
+    (--prefix, or line N of --prefix-file `path`) the model's vocabulary cannot spell."""
+    for number, prefix in enumerate(prefixes, 1):
+        if prefix.strip() and not translator.writable(prefix):
+            where = f"--prefix-file {path}:{number}" if path else "--prefix"
+            raise UserError(f"{where}: {prefix[:40]!r} has a character the model's vocabulary "
+                            "lacks, so it cannot be written")
 
 
 def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
