@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -35,6 +35,7 @@ from .service import (
     ApiError,
     ServeConfig,
     check_settings,
+    check_source_lengths,
     parse_query,
     run_info,
     translations_json,
@@ -42,6 +43,7 @@ from .service import (
 from .translate import Engine, load_engine
 
 MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
+T = TypeVar("T")
 
 
 def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: str,
@@ -62,7 +64,7 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
                            decode.precision, ensemble).result()
     engine.language_tag(decode)  # a wrong --tgt-lang (without one, each line names its own)
     info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [],
-                    engine.target_languages, glossary)
+                    engine.target_languages, engine.max_positions - 1, glossary)
     app = create_app(engine, info, settings, decode, thread, glossary)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            limit_concurrency=MAX_CONNECTIONS))
@@ -92,7 +94,10 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
             worker.cancel()
             batcher.close()
 
-    app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    # redirect_slashes: "/translate/" is a 404, not a redirect to an address built from the
+    # request's Host header
+    app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+                  redirect_slashes=False)
     app.add_exception_handler(ApiError, refused)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, internal_error)
@@ -109,11 +114,14 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                 engine.check_alignment(f'"{aligned[0]}"')
             except UserError as e:
                 raise ApiError(422, str(e)) from None
+        check_source_lengths(engine.source_lengths(query.sentences(), query.config),
+                             engine.max_positions - 1, query.split is not None)
         texts = query.texts()
         try:
-            found = await batcher.translate(query.sentences(), query.config, query.nbest,
-                                            query.prefixes, bool(aligned), query.terms)
-        except UserError as e:  # a glossary term the model cannot write
+            found = await unless_gone(request, batcher.translate(
+                query.sentences(), query.config, query.nbest, query.prefixes, bool(aligned),
+                query.terms))
+        except UserError as e:  # a glossary term or a prefix the model cannot write
             raise ApiError(422, str(e)) from None
         terms = query.terms
         if query.split is not None:
@@ -122,15 +130,38 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                               query.prefixes, terms)
         return JSONResponse(translations_json(found, query.nbest, query.alignment))
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])  # HEAD: what some monitors send
     async def health() -> JSONResponse:
         return JSONResponse({"status": "ok", **batcher.counts()})
 
-    @app.get("/info")
+    @app.api_route("/info", methods=["GET", "HEAD"])
     async def run_information() -> JSONResponse:
         return JSONResponse(info)
 
     return app
+
+
+async def unless_gone(request: Request, answer: Awaitable[T]) -> T:
+    """What `answer` gives, unless the client closes its connection first: then `answer` is
+    cancelled, so that a request still waiting for the decoder is never decoded (a batch
+    under way runs to its end), and the client, gone, is answered 499."""
+    wanted = asyncio.ensure_future(answer)
+    gone = asyncio.ensure_future(disconnected(request))
+    try:
+        done, _ = await asyncio.wait((wanted, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not wanted.done():
+            wanted.cancel()
+    if wanted not in done:
+        raise ApiError(499, "the client closed the connection")
+    return wanted.result()
+
+
+async def disconnected(request: Request) -> None:
+    """Return once the client has closed the connection (its body has been read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:

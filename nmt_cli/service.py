@@ -91,16 +91,20 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
     request = json_object(body)
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
-        raise ApiError(422, f"unknown field {unknown[0]!r}; the fields are "
+        raise ApiError(422, f"unknown field {unknown[0][:40]!r}; the fields are "
                             f"{', '.join(REQUEST_FIELDS)}")
     lines = text_lines(request.get("text"), settings)
     prefixes = prefix_lines(request.get("prefix"), lines, settings)
     beam = whole_number(request, "beam", decode.beam, settings.max_beam, "--max-beam")
     glossary = request_glossary(request.get("glossary"), glossary, settings)
+    if glossary is not None and decode.sampling:
+        raise ApiError(422, '"glossary": this server samples its translations (--sampling), '
+                            "and a draw places no terms")
     if glossary is not None and beam < 2:
         raise ApiError(422, '"beam": glossary terms are placed by beam search; ask for 2 or '
                             "more")
-    nbest = whole_number(request, "nbest", 1, beam, "the beam")
+    nbest = (whole_number(request, "nbest", 1, settings.max_beam, "--max-beam draws")
+             if decode.sampling else whole_number(request, "nbest", 1, beam, "the beam"))
     flags = {flag: request.get(flag, False) for flag in ("alignment", "markup", "copy_unknown")}
     for flag in ("glossary_inflect", "split_sentences"):  # the server's by default
         flags[flag] = request.get(flag, getattr(decode, flag))
@@ -108,8 +112,8 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
         if not isinstance(value, bool):
             raise ApiError(422, f'"{flag}" must be true or false')
     tgt_lang = request.get("tgt_lang", decode.tgt_lang)
-    if not isinstance(tgt_lang, str):
-        raise ApiError(422, '"tgt_lang" must be a string, e.g. "de"')
+    if not isinstance(tgt_lang, str) or len(tgt_lang) > 40:
+        raise ApiError(422, '"tgt_lang" must be a language code, e.g. "de"')
     try:
         tag = chosen_tag(languages or [], tgt_lang, '"tgt_lang"', required=False)
     except UserError as e:
@@ -152,6 +156,9 @@ def request_glossary(value: Any, server: Glossary | None,
             isinstance(term, str) and term.strip() for pair in value.items() for term in pair):
         raise ApiError(422, '"glossary" must map source terms to target terms, e.g. '
                             '{"bike": "Fahrrad"}')
+    if any(c in term for pair in value.items() for term in pair for c in "\t\r\n"):
+        raise ApiError(422, '"glossary": a term holds a tab or a line break, which no term '
+                            "of a glossary file can")
     if len(value) > MAX_TERMS:
         raise ApiError(413, f'"glossary" has {len(value):,} terms; at most {MAX_TERMS:,}')
     check_lengths([term for pair in value.items() for term in pair], settings, "glossary term")
@@ -212,6 +219,15 @@ def check_lengths(lines: list[str], settings: ServeConfig, name: str) -> None:
             raise ApiError(422, f"{name} {number} is not valid Unicode") from None
 
 
+def check_source_lengths(lengths: list[int], longest: int, split: bool = False) -> None:
+    """413 for a line (a sentence, when lines are `split`) of more source tokens than the
+    model reads, which decoding would cut: the client is told, not sent half a translation."""
+    for number, length in enumerate(lengths, 1):
+        if length > longest:
+            raise ApiError(413, f"{'sentence' if split else 'line'} {number} has {length:,} "
+                                f"tokens; the model reads at most {longest:,}")
+
+
 def whole_number(request: dict[str, Any], name: str, default: int, most: int,
                  limit: str) -> int:
     value = request.get(name, default)
@@ -249,15 +265,15 @@ def finite(number: float) -> float | None:
 
 
 def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
-             ensemble: list[Path], languages: list[str],
+             ensemble: list[Path], languages: list[str], longest: int,
              glossary: Glossary | None = None) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
     those of an ensemble decoding beside it, its languages and model, the validation BLEU of
     the weights served (the first run's) and the metric that chose them, the terms of the
-    server's glossary (a count; 0 without one), and what a request
-    may ask for. `source` is the run the weights were trained in (an export's run, which may
-    not be at hand: its fields are then null). The parameters are those of every model that
-    decodes."""
+    server's glossary (a count; 0 without one), and what a request may ask for (`longest`:
+    the source tokens a line may have). `source` is the run the weights were trained in (an
+    export's run, which may not be at hand: its fields are then null). The parameters are
+    those of every model that decodes."""
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
     bleu = best_val_bleu(source)  # None without a log (an averaged run has none)
     return {
@@ -275,7 +291,8 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
                      "glossary_inflect": decode.glossary_inflect,
                      "split_sentences": decode.split_sentences},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
-                   "beam": settings.max_beam, "glossary_terms": MAX_TERMS},
+                   "tokens_per_line": longest, "beam": settings.max_beam,
+                   "glossary_terms": MAX_TERMS},
     }
 
 

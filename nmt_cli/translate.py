@@ -75,6 +75,7 @@ class Engine:
     run_dir: Path
     target_languages: list[str]  # none when not known
     tokenizer: Tokenizer  # the run's
+    max_positions: int  # the longest source or output the model reads, in tokens
 
     def language_tag(self, config: DecodeConfig, required: bool = False) -> str:
         """The tag that opens each source for config.tgt_lang (languages.py); "" for a model
@@ -119,6 +120,14 @@ class Engine:
     def writable(self, text: str) -> bool:
         """Whether the model's target vocabulary spells `text` (no piece of it is <unk>)."""
         return UNK_ID not in self.tokenizer.encode_tgt([text])[0]
+
+    def source_lengths(self, lines: list[str], config: DecodeConfig) -> list[int]:
+        """Each line's length in tokens as decoding encodes it (with the language tag of
+        config.tgt_lang, if any), before it is cut to the max_positions - 1 the model reads
+        (encode_source)."""
+        tag = self.language_tag(config)
+        return [len(ids) for ids in self.tokenizer.encode_src(
+            [source_line(line, tag, self.target_languages) for line in lines])]
 
     def line_terms(self, lines: list[str], config: DecodeConfig,
                    terms: list[list[str]] | None = None) -> list[list[str]] | None:
@@ -240,6 +249,10 @@ class Translator(Engine):
     @property
     def tokenizer(self) -> Tokenizer:
         return self.run.tokenizer
+
+    @property
+    def max_positions(self) -> int:
+        return self.run.model.max_positions
 
     def move_to(self, device: str) -> None:
         """Move the model to `device` ("auto": leave it where it is)."""

@@ -465,3 +465,9 @@ def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):
         assert refused.value.status == status
     with pytest.raises(ApiError, match="ctranslate2 engine cannot place terms"):
         query({"text": "A man.", "glossary": {"man": "Mann"}}, "ctranslate2", DecodeConfig())
+    sampling = DecodeConfig(sampling=True, beam=1)
+    with pytest.raises(ApiError, match=r"this server samples its translations \(--sampling\)"):
+        query({"text": "A man.", "glossary": {"man": "Mann"}}, config=sampling)
+    assert query({"text": "A man.", "nbest": 16}, config=sampling).nbest == 16  # draws
+    with pytest.raises(ApiError, match=r'"nbest" must lie between 1 and 16 \(--max-beam'):
+        query({"text": "A man.", "nbest": 17}, config=sampling)

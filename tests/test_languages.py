@@ -341,7 +341,7 @@ def test_requests_to_a_server_name_their_language():
                            'model translates into copy, rev; give "tgt_lang"'),
                           (b'{"text": ["<2rev> a", "<2fr> a"]}', "line 2: <2fr>: this model"),
                           (b'{"text": "a", "tgt_lang": "de"}', "\"tgt_lang\" 'de'"),
-                          (b'{"text": "a", "tgt_lang": 3}', "must be a string")):
+                          (b'{"text": "a", "tgt_lang": 3}', "must be a language code")):
         with pytest.raises(ApiError, match=message) as refused:
             parse_query(body, settings, decode, ["copy", "rev"])
         assert refused.value.status == 422

@@ -251,7 +251,17 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
     "GET /translate": ("GET", "/translate", None, 405),
     "DELETE /health": ("DELETE", "/health", None, 405),
     "POST /info": ("POST", "/info", {"text": "Hi."}, 405),
+    "tgt_lang of 1 MB": ("POST", "/translate", {"text": "Hi.", "tgt_lang": MEGABYTE_LINE}, 422),
+    "an unknown field of 1 MB": ("POST", "/translate", {"text": "Hi.", MEGABYTE_LINE: 1}, 422),
+    "a glossary term with a tab": ("POST", "/translate", {"text": "A bike.",
+                                                          "glossary": {"bike": "Fahr\trad"}},
+                                   422),
+    "a prefix the vocabulary cannot spell": ("POST", "/translate", {"text": "Hi.",
+                                                                    "prefix": "中文"}, 422),
+    "a line of more tokens than the model reads": ("POST", "/translate", {"text": "a. " * 666},
+                                                   413),
     "no such path": ("GET", "/translate/../../etc/passwd", None, 404),
+    "a trailing slash": ("POST", "/translate/", {"text": "Hi."}, 404),
     "another path": ("POST", "/v1/translate", {"text": "Hi."}, 404),
 }
 
@@ -262,6 +272,7 @@ def test_bad_requests_get_a_json_error_and_the_server_serves_on(server, name):
     status, content_type, answer = call(server.url + path, body, method)
     assert (status, content_type) == (wanted, "application/json"), answer
     assert isinstance(answer["error"], str) and "\n" not in answer["error"]
+    assert len(answer["error"]) < 400  # what it quotes of the request is cut short
     assert call(server.url + "/health")[:2] == (200, "application/json")
     assert call(server.url + "/translate", {"text": "Hello."})[0] == 200
 
@@ -290,6 +301,11 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert info["best_val_bleu"] == 12.25 and info["best_metric"] == "bleu"
     assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
     assert info["glossary_terms"] == 0 and info["limits"]["glossary_terms"] == 1000
+    assert info["limits"]["tokens_per_line"] == translator.run.model.max_positions - 1
+    for path in ("/health", "/info"):  # as a monitor may ask
+        request = urllib.request.Request(server.url + path, method="HEAD")
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            assert answer.status == 200 and answer.read() == b""
 
 
 def test_an_ensemble_serves_the_mean_of_its_models(run_dir, translator, tmp_path):
@@ -404,6 +420,39 @@ def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator
     for status, _, answer in answers:
         assert status == 200, answer
         assert [t["text"] for t in answer["translations"]] == wanted
+
+
+def test_a_request_whose_client_has_gone_is_not_decoded(run_dir):
+    """A request arrives while the decoder is busy, and its client hangs up: it is dropped
+    before its batch (a second of waiting for company, --max-wait-ms) is decoded. The next
+    request asks for another beam, so it could not have shared that batch: two in all."""
+    server = Server(run_dir, "--max-wait-ms", "1000", *SHORT_OPTIONS)
+    host, port = server.url.removeprefix("http://").split(":")
+
+    def health() -> dict:
+        return call(server.url + "/health")[2]
+
+    def wait_for(key: str, count: int) -> None:
+        deadline = time.monotonic() + 120
+        while health()[key] < count:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    try:
+        with ThreadPoolExecutor(1) as client:
+            busy = client.submit(call, server.url + "/translate",
+                                 {"text": read_sample("val", "en", 100)})
+            wait_for("batches", 1)
+            gone = http.client.HTTPConnection(host, int(port), timeout=60)
+            gone.request("POST", "/translate", body=json.dumps({"text": "Hello."}),
+                         headers={"Content-Type": "application/json"})
+            wait_for("received", 2)
+            gone.close()
+            assert busy.result()[0] == 200
+        assert call(server.url + "/translate", {"text": "Hello.", "beam": 3})[0] == 200
+        assert health() == {"status": "ok", "received": 3, "answered": 3, "batches": 2}
+    finally:
+        assert server.stop() == 0
 
 
 def test_serve_refuses_other_engines_in_one_line(run_dir):
