@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,9 @@ from .errors import UserError
 @dataclass(frozen=True)
 class Glossary:
     terms: dict[str, str]  # source term -> target term
+    # a glossary these terms are added to, whose entry for a source term of theirs they
+    # replace: a server's, under a request's own (matched apart, so that it is compiled once)
+    under: Glossary | None = None
 
     @functools.cached_property
     def pattern(self) -> re.Pattern:
@@ -51,19 +54,36 @@ class Glossary:
         unless the model cannot write it so (`writable`: "CAFÉ" without "É"): then it comes
         as written."""
         if not ignore_case:
-            return [self.terms[found.group()] for found in self.pattern.finditer(line)]
+            return [glossary.terms[text] for glossary, text in self.found(line, False)]
         out = []
-        for found in self.pattern_any_case.finditer(line):
-            text = found.group()
-            entry = text if text in self.terms else self.folded.get(text.casefold())
+        for glossary, text in self.found(line, True):
+            entry = text if text in glossary.terms else glossary.folded.get(text.casefold())
             if entry is None:  # "İstanbul" matches "istanbul" in any case, but folds otherwise
-                entry = next(term for term in self.terms
+                entry = next(term for term in glossary.terms
                              if re.fullmatch(re.escape(term), text, re.IGNORECASE))
-            term = cased(self.terms[entry], text, entry)
-            if writable is not None and term != self.terms[entry] and not writable(term):
-                term = self.terms[entry]
+            term = cased(glossary.terms[entry], text, entry)
+            if writable is not None and term != glossary.terms[entry] and not writable(term):
+                term = glossary.terms[entry]
             out.append(term)
         return out
+
+    def found(self, line: str, ignore_case: bool) -> Iterator[tuple[Glossary, str]]:
+        """The source terms in `line` in order, as (the glossary of the entry, the text
+        found): leftmost first, the longest where they overlap, this glossary's before an
+        equal one of the glossary under it. As one pattern of all their terms would find them."""
+        layers, under = [self], self.under
+        while under is not None:
+            layers, under = [*layers, under], under.under
+        patterns = [g.pattern_any_case if ignore_case else g.pattern for g in layers]
+        position = 0
+        while True:
+            found = [(g, match) for g, pattern in zip(layers, patterns)
+                     if (match := pattern.search(line, position))]
+            if not found:
+                return
+            glossary, match = min(found, key=lambda f: (f[1].start(), -f[1].end()))
+            yield glossary, match.group()
+            position = match.end()
 
 
 def cased(target: str, text: str, entry: str) -> str:

@@ -29,6 +29,7 @@ from .translate import Split, Translation
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
                   "copy_unknown", "glossary", "glossary_inflect", "split_sentences")
 MAX_TERMS = 1000  # entries of a request's "glossary"
+MAX_TERM_CHARACTERS = 20_000  # the characters of all its source terms
 
 
 def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
@@ -162,8 +163,12 @@ def request_glossary(value: Any, server: Glossary | None,
     if len(value) > MAX_TERMS:
         raise ApiError(413, f'"glossary" has {len(value):,} terms; at most {MAX_TERMS:,}')
     check_lengths([term for pair in value.items() for term in pair], settings, "glossary term")
+    searched = sum(map(len, value))  # each line is searched for every source term
+    if searched > MAX_TERM_CHARACTERS:
+        raise ApiError(413, f'"glossary" has {searched:,} characters of source terms; at most '
+                            f"{MAX_TERM_CHARACTERS:,}")
     own = {source.strip(): target.strip() for source, target in value.items()}
-    return Glossary({**(server.terms if server is not None else {}), **own})
+    return Glossary(own, under=server)  # the server's, compiled once, matched apart
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -292,7 +297,8 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
                      "split_sentences": decode.split_sentences},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "tokens_per_line": longest, "beam": settings.max_beam,
-                   "glossary_terms": MAX_TERMS},
+                   "glossary_terms": MAX_TERMS,
+                   "glossary_source_characters": MAX_TERM_CHARACTERS},
     }
 
 

@@ -30,7 +30,7 @@ from nmt_cli.constrained import (
     translate_constrained,
 )
 from nmt_cli.errors import UserError
-from nmt_cli.glossary import read_glossary
+from nmt_cli.glossary import Glossary, read_glossary
 from nmt_cli.search import translate_nbest
 from nmt_cli.service import ApiError, ServeConfig, parse_query
 from nmt_cli.special_tokens import EOS_ID
@@ -327,6 +327,29 @@ def test_a_glossary_ignoring_case_follows_the_case_it_finds(tmp_path):
                        writable=lambda t: "É" not in t).terms == [["Café"]]
 
 
+LAYERED_LINES = ["New York City Hall", "A bike in New York.", "NEW YORK CITY HALL", "york",
+                 "the bike helmet, a Bike, new bikes", "A man in the city hall of new york"]
+
+
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_a_glossary_over_another_finds_what_one_of_all_their_entries_finds(ignore_case):
+    """A request's glossary over the server's (matched apart: the server's pattern is not
+    rebuilt for each request) finds the terms and targets that one glossary of the server's
+    entries with the request's added finds: leftmost first, the longest where they overlap,
+    a term of the request's in place of the server's. Ignoring case, an entry of the
+    request's also wins over one of the server's that differs from it in case alone."""
+    server = Glossary({"New York": "N.Y.", "York": "Y.", "bike": "Fahrrad", "bike helmet": "Helm",
+                       "city hall": "Rathaus", "man": "Mann"})
+    own = {"bike": "Rad", "York City": "YC", "Hall": "Halle", "new": "neu", "Bike": "RAD"}
+    layered, merged = Glossary(own, under=server), Glossary({**server.terms, **own})
+    for line in LAYERED_LINES:
+        assert layered.targets(line, ignore_case) == merged.targets(line, ignore_case), line
+    assert layered.targets("A bike in New York City Hall.") == ["Rad", "N.Y.", "Halle"]
+    assert "New York" not in layered.pattern.pattern  # its own terms only
+    cased = Glossary({"City Hall": "RH"}, under=server)
+    assert cased.targets("the CITY HALL", ignore_case) == (["RH"] if ignore_case else [])
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("bike\tFahrrad\nman Mann\n", "g.tsv:2: expected a source term, a tab and a target term"),
     ("bike\t\n", "g.tsv:1: expected"), ("a\tb\tc\n", "g.tsv:1: expected"),
@@ -457,6 +480,8 @@ def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):
                      config=inflecting).config.glossary_inflect
     for request, status, message in (
             ({"glossary": {str(i): "x" for i in range(1001)}}, 413, "at most 1,000"),
+            ({"glossary": {f"{i:04d}" + "-" * 1996: "x" for i in range(11)}}, 413,
+             '"glossary" has 22,000 characters of source terms; at most 20,000'),
             ({"glossary": {"man": ""}}, 422, "must map source terms"),
             ({"glossary": {"man": "Mann"}, "beam": 1}, 422, "beam search"),
             ({"glossary_inflect": "yes"}, 422, '"glossary_inflect" must be true or false')):
