@@ -146,6 +146,24 @@ def tokenizer_files(run_dir: Path) -> list[Path]:
     return [joint] if joint.exists() else [run_dir / SRC_FILE, run_dir / TGT_FILE]
 
 
+def check_export_dir(out_dir: Path, run_dir: Path, force: bool) -> None:
+    """A one-line error unless `out_dir` may be written: absent, empty, or (with `force`) an
+    earlier export, which is replaced. Never the run itself, nor a folder that holds it."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"-o {out_dir}: a file, not a directory")
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        return
+    if run_dir.resolve().is_relative_to(out_dir.resolve()):
+        raise UserError(f"-o {out_dir}: it holds the run {run_dir}, which replacing it would "
+                        "delete; write the export elsewhere")
+    if not force:
+        raise UserError(f"-o {out_dir}: directory already holds files; add --force to "
+                        "replace an earlier export")
+    if not (out_dir / EXPORT_FILE).is_file():
+        raise UserError(f"-o {out_dir}: holds files but no {EXPORT_FILE}, so it is not an "
+                        "earlier export; --force replaces only one of those")
+
+
 def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float32",
                        force: bool = False) -> Path:
     """Write a CTranslate2 model of a Transformer run into `out_dir`, with the run's
@@ -153,9 +171,7 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
     export is made in a temporary folder and renamed into place: never half written."""
     check_choice("--quantization", quantization, EXPORT_QUANTIZATIONS)
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not force:
-        raise UserError(f"-o {out_dir}: directory already holds files; add --force to "
-                        "replace it")
+    check_export_dir(out_dir, Path(run_dir), force)
     run = load_run(Path(run_dir), torch.device("cpu"))
     if not isinstance(run.model, Transformer):
         raise UserError(f"{run_dir}: a {run.config.model.arch.upper()} run; CTranslate2 has "

@@ -220,6 +220,14 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
                   "--quantization", "int8").exit_code == 0
     int8 = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run), TEST[0])
     assert int8.exit_code == 0 and int8.stdout.strip()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine\n")
+    for out, message in ((cli_run, "it holds the run"), (cli_run.parent, "it holds the run"),
+                         (other, "not an earlier export"), (tmp_path / "in.en", "not a directory")):
+        one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2", "-o", str(out),
+                              "--force"), f"-o {out}: ", message)
+    assert (cli_run / "model.safetensors").is_file() and (other / "keep.txt").is_file()
     one_line_error(invoke("export", str(tmp_path / "nowhere"), "--format", "ctranslate2"),
                    "nowhere")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(tmp_path),
