@@ -307,6 +307,15 @@ def test_bad_decoding_options_and_text(trained_run, tmp_path):
                           str(tmp_path / "x.jpg")), "x.jpg: a picture's name ends in")
     one_line_error(invoke("eval", "--hyp", str(hyp), "--ref", str(hyp), "--run", run),
                    "--run has nothing to do")
+    source = tmp_path / "src.en"
+    source.write_text("hello\n")
+    for saved in (source, hyp):  # it would replace what it read
+        one_line_error(invoke("eval", "--run", run, "--src", str(source), "--ref", str(hyp),
+                              "--save-hyp", str(saved)),
+                       f"--save-hyp {saved}: it is also the input {saved}")
+    assert (source.read_text(), hyp.read_text()) == ("hello\n", "Hallo\n")
+    one_line_error(invoke("translate", "--run", run, "-i", str(source), "hi"),
+                   "TEXT and -i FILE: give one or the other")
 
 
 def test_broken_run_configs_are_named(trained_run, tmp_path):

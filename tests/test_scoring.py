@@ -90,9 +90,12 @@ def test_score_command(run_dir, tmp_path):
         assert math.fsum(row["token_log_probs"]) == pytest.approx(float(total), abs=1e-3)
         assert row["score"] == pytest.approx(float(total) / len(row["tokens"]), abs=1e-4)
     tgt.write_text("Ein Mann.\n", encoding="utf-8")
-    result = runner.invoke(app, args)
+    kept = tmp_path / "kept.txt"
+    kept.write_text("earlier scores\n", encoding="utf-8")
+    result = runner.invoke(app, [*args, "-o", str(kept)])
     assert result.exit_code == 1 and "line counts differ" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert kept.read_text(encoding="utf-8") == "earlier scores\n"  # written whole or not at all
 
 
 def test_an_output_file_that_is_an_input_is_refused_untouched(run_dir, tmp_path):

@@ -69,10 +69,12 @@ def user_errors(command):
     return wrapper
 
 
-def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False) -> None:
-    """Refuse an output file that is also an input (a file named, or stdin when `stdin`):
-    opening it for writing would empty it before it is read. Only regular files: /dev/null
-    or a terminal may well be both."""
+def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False,
+                 option: str = "-o") -> None:
+    """Refuse an output file (given as `option`) that is also an input (a file named, or
+    stdin when `stdin`): opening it for writing would empty it before it is read, and
+    writing it after would replace what was read. Only regular files: /dev/null or a
+    terminal may well be both."""
     if output is None or not output.is_file():
         return
     written = output.stat()
@@ -82,7 +84,7 @@ def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False)
             sources.append(("stdin", os.fstat(sys.stdin.fileno())))  # None when closed
     for name, read in sources:
         if os.path.samestat(read, written):
-            raise UserError(f"-o {output}: it is also the input {name}; write elsewhere")
+            raise UserError(f"{option} {output}: it is also the input {name}; write elsewhere")
 
 
 def stdout_is_broken() -> bool:

@@ -7,7 +7,7 @@ import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 from rich.console import Console
@@ -16,6 +16,7 @@ from rich.table import Table
 from ..config import DecodeConfig
 from ..errors import UserError
 from ..events import json_text
+from ..files import atomic_write
 from ..languages import checked_sources
 from ..pictures import check_picture_path
 from ..sentences import sentence_starts
@@ -97,6 +98,8 @@ def translate(
     from ..translate import load_engine
 
     check_nbest(nbest, decode)
+    if text is not None and input_file is not None:
+        raise UserError("TEXT and -i FILE: give one or the other")
     from_stdin = text is None and input_file is None
     if from_stdin and sys.stdin is None:
         raise UserError("stdin is closed: give TEXT or -i FILE")
@@ -308,6 +311,7 @@ def eval_command(
     if hyp and (run or ensemble):
         given = "--run" if run else "--ensemble"
         raise UserError(f"--hyp scores a file of translations: {given} has nothing to do")
+    check_output(save_hyp, src, ref, hyp, option="--save-hyp")
     if hyp:
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
@@ -415,11 +419,20 @@ def score(
     found = score_files(translator.run, translator.device, src, tgt, settings.batch_size,
                         settings.precision, translator.warn, settings.tgt_lang,
                         alignment=alignment)
-    with open(output_file, "w", encoding="utf-8") if output_file else contextlib.nullcontext(
-            sys.stdout) as out:
+
+    def write_scores(out: TextIO) -> None:
         for number, (source, target, pair) in enumerate(found, 1):
             out.write(score_line(number, source, target, pair, normalize, output_format.value,
                                  alignment))
+
+    def write_file(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as out:
+            write_scores(out)
+
+    if output_file is None:
+        write_scores(sys.stdout)
+    else:  # whole or not at all: files of unequal length fail at the end of the shorter
+        atomic_write(output_file, write_file)
 
 
 def score_line(number: int, source: str, target: str, pair: PairScore, normalize: bool,
