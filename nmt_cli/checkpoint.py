@@ -248,12 +248,13 @@ def load_weights(model: Seq2Seq, path: Path) -> None:
         raise UserError(f"{path}: weights do not load into this model ({first})") from None
 
 
-def latest_run(runs_dir: Path = Path(RUNS_DIR)) -> Path:
-    """The most recently trained run under `runs_dir` (by the time of its best weights)."""
+def latest_run(runs_dir: Path = Path(RUNS_DIR), named: str = "pass --run DIR") -> Path:
+    """The most recently trained run under `runs_dir` (by the time of its best weights);
+    `named`: how the command takes one instead ("name RUN" where it is an argument)."""
     runs = [p.parent for p in Path(runs_dir).glob(f"*/{BEST_WEIGHTS}")]
     if not runs:
         raise UserError(f"no trained run under {runs_dir}/; train one with `nmt train` "
-                        "or pass --run DIR")
+                        f"or {named}")
     return max(runs, key=lambda p: (p / BEST_WEIGHTS).stat().st_mtime)
 
 

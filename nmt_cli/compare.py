@@ -97,8 +97,10 @@ def compare(systems: list[tuple[str, list[str]]], references: list[str],
                         f"(got {method!r})")
     if len(systems) < 2:
         raise UserError("compare needs at least two systems")
-    if samples < 0 or seed < 1:  # sacreBLEU leaves the tests unseeded for seed 0
-        raise UserError("--samples must not be negative and --seed must be at least 1")
+    if samples < 0:
+        raise UserError(f"--samples must not be negative (got {samples})")
+    if seed < 1:  # sacreBLEU leaves the tests unseeded for seed 0
+        raise UserError(f"--seed must be at least 1 (got {seed})")
     tests = ["bootstrap", "ar"] if method == "both" else [method]
     signatures, results = {}, {}
     for test in tests:

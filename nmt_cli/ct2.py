@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from .alignment import word_alignments
-from .checkpoint import read_config
+from .checkpoint import CONFIG_FILE, read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
 from .guided_alignment import ALIGNMENT_LAYER
@@ -72,6 +72,10 @@ def find_export(path: Path) -> Path:
     for candidate in (path, path / EXPORT_DIR):
         if (candidate / EXPORT_FILE).is_file():
             return candidate
+    arch = read_config(path)[0].model.arch if (path / CONFIG_FILE).is_file() else "transformer"
+    if arch != "transformer":  # which no export can be made of
+        raise UserError(f"{path}: a {arch.upper()} run, and CTranslate2 runs Transformers "
+                        "only; translate it with --engine torch")
     raise UserError(f"{path}: no CTranslate2 export (nor in {path / EXPORT_DIR}); make one "
                     f"with `nmt export {path} --format ctranslate2`")
 

@@ -46,7 +46,8 @@ def find_split_file(data_dir: Path, split: str, lang: str) -> Path:
     """The file of `split` in `lang`: e.g. val.en, valid.en.gz, or test_2016_flickr.en.gz."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
-        raise UserError(f"corpus folder {data_dir}: no such directory")
+        raise UserError(f"corpus folder {data_dir}: "
+                        f"{'a file, not a folder' if data_dir.exists() else 'no such directory'}")
     for name in SPLITS[split]:
         for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
             if candidate.is_file():

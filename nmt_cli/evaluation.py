@@ -92,6 +92,9 @@ def evaluate_file(hyp: Path, ref: Path, metrics: tuple[str, ...] = ("bleu",),
                   lowercase: bool = False) -> Evaluation:
     """Score a file of translations against a file of references, line by line."""
     hypotheses, references = read_lines(hyp), read_lines(ref)
+    if len(hypotheses) != len(references):
+        raise UserError(f"--hyp {hyp} has {len(hypotheses):,} lines and --ref {ref} "
+                        f"{len(references):,}; give a translation of each reference")
     return Evaluation(str(hyp), str(ref), len(references),
                       evaluate(hypotheses, references, metrics, lowercase),
                       hypotheses, references)

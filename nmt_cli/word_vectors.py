@@ -32,16 +32,18 @@ def surface(piece: str) -> str:
 def read_vectors(path: Path, dim: int | None = None,
                  wanted: set[str] | None = None) -> dict[str, np.ndarray]:
     """The vectors of a text-format file, of the `wanted` words only (all if None). Every
-    vector must have `dim` values (or as many as the first one)."""
+    vector must have `dim` values, the model's d_model (or as many as the first one)."""
     vectors: dict[str, np.ndarray] = {}
+    needed = "(model.d_model)"
     try:
         with open(path, encoding="utf-8", errors="strict") as f:
             for number, line in enumerate(f, start=1):
                 fields = line.rstrip("\n").rstrip().split(" ")
                 if number == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
                     continue  # word2vec's header: vector count and size
-                vector = parse_line(path, number, fields, dim)
-                dim = len(vector)
+                vector = parse_line(path, number, fields, dim, needed)
+                if dim is None:
+                    dim, needed = len(vector), f"(as on line {number})"
                 if wanted is None or fields[0] in wanted:
                     vectors[fields[0]] = vector
     except FileNotFoundError:
@@ -51,14 +53,16 @@ def read_vectors(path: Path, dim: int | None = None,
     return vectors
 
 
-def parse_line(path: Path, number: int, fields: list[str], dim: int | None) -> np.ndarray:
-    """A line's vector (parsed once), which must have `dim` values when given."""
+def parse_line(path: Path, number: int, fields: list[str], dim: int | None,
+               needed: str = "") -> np.ndarray:
+    """A line's vector (parsed once), which must have `dim` values when given (`needed`:
+    why, for the error)."""
     size = len(fields) - 1
     if size < 1 or not fields[0]:
         raise UserError(f"{path}:{number}: expected a word and its vector")
     if dim is not None and size != dim:
         raise UserError(f"{path}:{number}: a vector of {size} values where {dim} are needed "
-                        "(model.d_model)")
+                        f"{needed}".rstrip())
     try:
         with np.errstate(over="ignore"):  # a value past float32's range: inf, refused below
             vector = np.asarray(fields[1:], dtype=np.float32)
@@ -145,14 +149,19 @@ def run_embeddings(model: Seq2Seq, tokenizer: Tokenizer, side: str = "src"):
 
 
 def piece_id(processor, word: str, option: str) -> int:
-    """The piece that stands for `word`: its own if the vocabulary has one, else its first."""
+    """The piece that stands for `word` (given as `option`): its own if the vocabulary has
+    one, else its first that holds some of it (not the bare word start "▁", <unk>, nor a
+    byte of byte_fallback)."""
+    if len(word.split()) != 1:
+        raise UserError(f"{option} {word!r}: give one word")
     query = processor.piece_to_id(WORD_START + word)
-    if query == processor.unk_id():
-        encoded = processor.encode(word)
-        if not encoded:
-            raise UserError(f"{option} {word!r}: nothing to look up")
-        query = encoded[0]
-    return query
+    if query != processor.unk_id():
+        return query
+    known = [i for i in processor.encode(word) if not (
+        processor.is_unknown(i) or processor.is_byte(i) or processor.id_to_piece(i) == WORD_START)]
+    if not known:
+        raise UserError(f"{option} {word!r}: the vocabulary has no piece of it")
+    return known[0]
 
 
 def run_vectors(model: Seq2Seq, tokenizer: Tokenizer, words: list[str], side: str = "src",

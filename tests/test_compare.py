@@ -83,7 +83,12 @@ def test_bad_comparisons(systems, tmp_path):
     one_line_error(invoke("compare", "--ref", ref, a, str(tmp_path)), str(tmp_path), "--src")
     one_line_error(invoke("compare", "--ref", ref, a), "at least two systems")
     one_line_error(invoke("compare", a, a), "--ref")
-    one_line_error(invoke("compare", "--ref", ref, a, a, "--seed", "0"), "--seed")
+    one_line_error(invoke("compare", "--ref", ref, a, a, "--seed", "0"),
+                   "--seed must be at least 1 (got 0)")
+    one_line_error(invoke("compare", "--ref", ref, a, a, "--samples", "-5"),
+                   "--samples must not be negative (got -5)")
+    one_line_error(invoke("eval", "--hyp", str(systems["short"]), "--ref", ref),
+                   f"--hyp {systems['short']} has 10 lines and --ref {ref} {SENTENCES}")
 
 
 @pytest.fixture(scope="module")

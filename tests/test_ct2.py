@@ -271,6 +271,8 @@ def test_a_gru_run_is_explained(tmp_path):
         "train.max_steps": 1, "train.validate_every": 1}), tmp_path / "gru")
     one_line_error(invoke("export", str(run), "--format", "ctranslate2"),
                    "GRU run", "CTranslate2 has no such architecture")
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(run), "Hi."),
+                   "a GRU run, and CTranslate2 runs Transformers only", "--engine torch")
 
 
 def test_without_ctranslate2_one_line_says_how_to_install(tmp_path, monkeypatch):

@@ -205,6 +205,10 @@ def nmt(*args: str):
 def test_cli_fetches_and_reports_errors_in_one_line(tmp_path, mirror, monkeypatch):
     result = nmt("--pair", "en-xx", "--dest", str(tmp_path))
     assert result.exit_code == 1 and "--pair 'en-xx'" in result.stderr
+    (tmp_path / "a-file").write_text("")
+    result = nmt("--dest", str(tmp_path / "a-file"), "--mirror", str(mirror))
+    assert result.exit_code == 1
+    assert result.stderr == f"error: --dest {tmp_path / 'a-file'}: a file, not a folder\n"
     result = nmt("--dest", str(tmp_path / "ok"), "--mirror", str(mirror))
     assert result.exit_code == 0 and result.stdout.strip() == str(tmp_path / "ok")
     assert result.stderr.count("fetched and verified") == 6

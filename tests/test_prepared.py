@@ -296,6 +296,14 @@ def test_prepare_refuses_to_write_into_the_corpus_it_reads(corpus):
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "the same folder as --data" in result.stderr
     assert not (corpus / "prepared.json").exists() and not list(corpus.glob("*.bin"))
+    a_file = next(corpus.glob("train.*"))
+    for option, given, message in (("--out", a_file, f"--out {a_file}: a file, not a folder"),
+                                   ("--data", a_file, f"corpus folder {a_file}: a file, not")):
+        args = {"--data": str(corpus), "--out": str(corpus.parent / "out"), option: str(given)}
+        result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare",
+                                 *[x for pair in args.items() for x in pair]],
+                                capture_output=True, text=True)
+        assert result.returncode == 1 and result.stderr.startswith(f"error: {message}")
 
 
 def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):

@@ -80,6 +80,10 @@ def test_bad_vector_files_are_one_line_errors(tmp_path):
     broken.write_text("man 0.1 0.2\nwoman 0.1 x\n")
     with pytest.raises(UserError, match=r"broken.txt:2: the vector holds something other"):
         read_vectors(broken)
+    broken.write_text("man 0.1 0.2\nwoman 0.1\n")  # no model: the first line sets the size
+    with pytest.raises(UserError, match=r"broken.txt:2: a vector of 1 values where 2 are needed "
+                                        r"\(as on line 1\)$"):
+        read_vectors(broken)
     for value in ("nan", "-inf", "1e39"):  # 1e39: past float32's range
         broken.write_text(f"man 0.1 0.2\nwoman 0.1 {value}\n")
         with pytest.raises(UserError, match=r"broken.txt:2: the vector holds a value that is "
@@ -111,6 +115,17 @@ def test_neighbours_in_a_trained_run(small_corpus, tmp_path):
     report = json.loads(result.stdout)
     assert report["query"] == "\u2581the" and len(report["neighbours"]) == 5
     assert all(-1.0 <= n["similarity"] <= 1.0 for n in report["neighbours"])
+    unseen = CliRunner().invoke(app, ["embeddings", str(run_dir), "--neighbors", "xyzzyq",
+                                      "--json"])  # no piece of its own: its first, said so
+    query = json.loads(unseen.stdout)["query"]
+    assert unseen.exit_code == 0 and query not in ("\u2581", "\u2581xyzzyq") and "x" in query
+    assert unseen.stderr == (f"note: 'xyzzyq' has no piece of its own; its first piece "
+                             f"{query!r} stands for it\n")
+    for word, message in (("the dog", "give one word"),
+                          ("Ольга", "the vocabulary has no piece of it")):
+        result = CliRunner().invoke(app, ["embeddings", str(run_dir), "--neighbors", word])
+        assert result.exit_code == 1 and result.stderr == (
+            f"error: --neighbors {word!r}: {message}\n")
 
 
 def test_neighbours_are_pieces_of_text_never_special_or_byte_pieces(small_corpus, tmp_path):

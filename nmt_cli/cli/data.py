@@ -30,8 +30,15 @@ def fetch(
 ):
     """Download a corpus's train, val and test files, verified by SHA-256; prints the folder."""
     dest = dest or Path("data") / corpus.value
+    check_folder(dest, "--dest")
     fetch_multi30k(pair, dest, mirror, report=lambda message: err.print(message, highlight=False))
     print(dest)
+
+
+def check_folder(path: Path, option: str) -> None:
+    """A one-line error when a folder to write into is a file."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{option} {path}: a file, not a folder")
 
 
 @data_app.command("prepare")
@@ -65,6 +72,7 @@ def prepare_command(
 
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
+    check_folder(out, "--out")
     config = resolve_config(preset_name, settings=settings, options={
         "data.tgt_lang": tgt_lang, "data.alignments": alignments and str(alignments)})
     tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer

@@ -41,5 +41,5 @@ def export(
     import_ctranslate2()  # one line saying how to install it, before any work
     from ..ct2_export import export_ctranslate2
 
-    run = run or latest_run()
+    run = run or latest_run(named="name RUN")
     print(export_ctranslate2(run, output or run / EXPORT_DIR, quantization.value, force))

@@ -56,7 +56,8 @@ def serve(
     if not is_loopback(host):
         say(f"warning: --host {host} answers other machines too, and nmt serve has no "
             "authentication")
-    server.serve(run or latest_run(), settings, decode, quantize, say, ensemble or [])
+    server.serve(run or latest_run(named="name RUN"), settings, decode, quantize, say,
+                 ensemble or [])
 
 
 def say(message: str) -> None:

@@ -3,6 +3,7 @@ and a map of them."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -45,6 +46,7 @@ def embeddings(
     """List the pieces nearest to a word by cosine similarity of their embeddings; -o maps them."""
     from ..checkpoint import latest_run, load_run
     from ..devices import resolve_device
+    from ..tokenizer import WORD_START
     from ..word_vectors import file_neighbours, run_neighbours
 
     chosen = [word.strip() for word in words.split(",") if word.strip()]
@@ -56,12 +58,16 @@ def embeddings(
         check_picture_path(output)
     if k < 1:
         raise UserError(f"-k must be at least 1 (got {k})")
-    loaded = None if vectors is not None else load_run(run or latest_run(), resolve_device("cpu"))
+    loaded = None if vectors is not None else load_run(run or latest_run(named="name RUN"),
+                                                       resolve_device("cpu"))
     query, found = "", []
     if neighbors and vectors is not None:
         query, found = neighbors, file_neighbours(vectors, neighbors, k)
     elif neighbors:
         query, found = run_neighbours(loaded.model, loaded.tokenizer, neighbors, k, side.value)
+        if query != WORD_START + neighbors:
+            print(f"note: {neighbors!r} has no piece of its own; its first piece {query!r} "
+                  "stands for it", file=sys.stderr)
     result = {"word": neighbors, "query": query, "neighbours": [vars(n) for n in found]}
     if output is not None:
         result.update(word_map(loaded, vectors, side.value, query, found, chosen, output))
