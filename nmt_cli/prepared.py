@@ -9,6 +9,8 @@ that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a tim
     train.index.bin                 (pairs, 4) int64: source offset, source length, target
                                     offset, target length (offsets count ids, not bytes)
     val.SRC, val.TGT                the validation text, copied as it was
+    test.SRC, test.TGT              the test text, likewise, when DIR has one in every
+                                    language (what `nmt eval` scores by default)
     prepared.json                   languages, counts and settings (the tokenizer's too);
                                     written last
 
@@ -401,7 +403,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
                         "data.max_len_ratio, uneven)")
-    for path in val_paths:
+    for path in val_paths + files_of_test_split(data_dir, (src_lang, *target_languages(tgt_lang))):
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
             "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
@@ -415,6 +417,14 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         del info["links"], info["unlinked"]
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
+
+
+def files_of_test_split(data_dir: Path, languages: tuple[str, ...]) -> list[Path]:
+    """The test split's file in each language; none unless it has one in each."""
+    try:
+        return [find_split_file(data_dir, "test", lang) for lang in languages]
+    except UserError:
+        return []
 
 
 def write_id_files(pairs, tokenizer: Tokenizer, max_len: int, max_ratio: float,

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from typer.testing import CliRunner
 
+from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split, make_batch
 from nmt_cli.prepared import check_filters, is_prepared, open_prepared, prepare
@@ -59,6 +61,28 @@ def test_training_from_prepared_ids_equals_training_from_text(corpus, prepared, 
         trainer = Trainer(config, prepare_run_dir(tmp_path / name), lambda e: None)
         losses[name] = [trainer.train_step([b])[0] for b in trainer.epoch_batches(0)[:4]]
     assert losses["prepared"] == losses["text"]
+
+
+def test_a_run_on_a_prepared_corpus_is_scored_on_the_test_split_copied_there(corpus, prepared,
+                                                                            tmp_path):
+    """The test files go with the validation files (none when the corpus has no test
+    split), so that `nmt eval --run` finds them."""
+    assert not list(prepared.glob("test*"))
+    folder = tmp_path / "corpus"
+    shutil.copytree(corpus, folder)
+    for lang in ("en", "de"):
+        (folder / f"test.{lang}").write_text("".join(f"{line}\n" for line in read_sample(
+            "test", lang, 7)), encoding="utf-8")
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    prepare(folder, tmp_path / "prepared", "en", "de", config.tokenizer, config.data.max_len)
+    assert (tmp_path / "prepared" / "test.de").read_text() == (folder / "test.de").read_text()
+    config = apply_overrides(config, {"data.data_dir": str(tmp_path / "prepared"),
+                                      "train.max_steps": 1})
+    run = Trainer(config, prepare_run_dir(tmp_path / "run"), lambda e: None).run()
+    result = CliRunner().invoke(app, ["eval", "--run", str(run), "--beam", "1",
+                                      "--max-len-b", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sentences"] == 7
 
 
 def test_subword_sampling_asks_for_the_text_of_a_prepared_corpus(prepared, tmp_path):
