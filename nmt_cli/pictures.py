@@ -87,8 +87,7 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
     figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
-    # About 8 pixels a character at 10 points (with margin): wrap the title to the width.
-    columns = max(30, int(width * DPI / 8))
+    columns = title_columns(width)
     translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
     title = textwrap.fill(f"“{translation}”", columns)
     heads = maps.get("alignment_heads") or 0  # 0: every head (and so in maps made before)
@@ -206,6 +205,18 @@ def gaps(values: list[float | None]) -> list[float]:
     return [math.nan if value is None else value for value in values]
 
 
+def title_columns(width: float) -> int:
+    """The characters of a 10-point title that fit across a figure `width` inches wide:
+    about 8 pixels each, with margin."""
+    return max(30, int(width * DPI / 8))
+
+
+def fitted(title: str, figure) -> str:
+    """A title wrapped to its figure's width, which would otherwise cut a long one (a path)
+    at both sides."""
+    return textwrap.fill(title, title_columns(figure.get_figwidth()))
+
+
 # BLEU by sentence length -------------------------------------------------------------------
 
 def draw_bleu_by_length(buckets: list[dict], path: Path | str, title: str) -> Path:
@@ -220,7 +231,7 @@ def draw_bleu_by_length(buckets: list[dict], path: Path | str, title: str) -> Pa
     ax.set_xlabel("source length (bar label: sentences)")
     ax.set_ylabel("BLEU")
     ax.set_ylim(0, max([b["bleu"] for b in buckets] + [1.0]) * 1.15)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(fitted(title, figure), fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return save(figure, path)
 
@@ -242,7 +253,7 @@ def draw_bleu_by_length_of_systems(systems: dict[str, list[dict]], path: Path | 
     ax.set_xticks(range(len(labels)), [f"{label}\n({sizes[label]:,})" for label in labels])
     ax.set_xlabel("source length in words (sentences)")
     ax.set_ylabel("BLEU")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(fitted(title, figure), fontsize=10)
     ax.legend(fontsize=8, ncols=min(len(systems), 5))
     ax.grid(axis="y", alpha=0.3)
     return save(figure, path)
@@ -264,8 +275,9 @@ def draw_word_map(points: list[dict], path: Path | str, title: str,
                    color="C3" if special else "C0", zorder=2)
         ax.annotate(point["label"], (point["x"], point["y"]), textcoords="offset points",
                     xytext=(4, 3), fontsize=9, fontweight="bold" if special else "normal")
+    ax.margins(0.15)  # room for the labels of the outermost points
     ax.set_xlabel("first principal component")
     ax.set_ylabel("second principal component")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(fitted(title, figure), fontsize=10)
     ax.grid(alpha=0.3)
     return save(figure, path)

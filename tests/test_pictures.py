@@ -294,6 +294,17 @@ def test_a_picture_that_cannot_be_written_is_a_warning(small_corpus, tmp_path, m
     assert events[-1]["kind"] == "done" and events[-1]["step"] == 2
 
 
+def test_a_long_title_is_wrapped_to_fit_across_its_picture():
+    """A title holding a run's path, as `eval --by-length -o` writes, once ran off both sides."""
+    for width in (4.5, 7.0):
+        figure = pictures.new_figure(width, 3.8)
+        title = "BLEU by source length: " + "/a/long/path/to/the/run" * 6
+        text = figure.subplots().set_title(pictures.fitted(title, figure), fontsize=10)
+        figure.canvas.draw()
+        box = text.get_window_extent()
+        assert 0 <= box.x0 and box.x1 <= figure.bbox.width and "\n" in text.get_text()
+
+
 def test_svg_output_is_xml(runs, tmp_path):
     result = invoke("attention", SENTENCE, "--run", str(runs["gru"]), "-o",
                     str(tmp_path / "gru.svg"))
