@@ -171,6 +171,9 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
     export is made in a temporary folder and renamed into place: never half written."""
     check_choice("--quantization", quantization, EXPORT_QUANTIZATIONS)
     out_dir = Path(out_dir)
+    if (Path(run_dir) / EXPORT_FILE).is_file():
+        raise UserError(f"{run_dir}: a CTranslate2 export, not a run; export the run it came "
+                        "from")
     check_export_dir(out_dir, Path(run_dir), force)
     run = load_run(Path(run_dir), torch.device("cpu"))
     if not isinstance(run.model, Transformer):

@@ -81,7 +81,7 @@ def fetch_file(name: str, expected: str, dest: Path, mirror: Path | None) -> Non
                 out.write(block)
         if digest.hexdigest() != expected:
             raise UserError(f"{name}: checksum mismatch (expected {expected[:12]}..., got "
-                            f"{digest.hexdigest()[:12]}...); nothing was written")
+                            f"{digest.hexdigest()[:12]}...); it was not written")
 
     try:
         atomic_write(dest / name, write)

@@ -228,6 +228,8 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
         one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2", "-o", str(out),
                               "--force"), f"-o {out}: ", message)
     assert (cli_run / "model.safetensors").is_file() and (other / "keep.txt").is_file()
+    one_line_error(invoke("export", str(cli_run / "ctranslate2"), "--format", "ctranslate2",
+                          "-o", str(tmp_path / "again")), "a CTranslate2 export, not a run")
     one_line_error(invoke("export", str(tmp_path / "nowhere"), "--format", "ctranslate2"),
                    "nowhere")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(tmp_path),

@@ -121,6 +121,10 @@ def test_neighbours_in_a_trained_run(small_corpus, tmp_path):
     assert unseen.exit_code == 0 and query not in ("\u2581", "\u2581xyzzyq") and "x" in query
     assert unseen.stderr == (f"note: 'xyzzyq' has no piece of its own; its first piece "
                              f"{query!r} stands for it\n")
+    vectors = str(run_dir / "config.json")  # refused before it is read
+    both = CliRunner().invoke(app, ["embeddings", str(run_dir), "--vectors", vectors,
+                                    "--neighbors", "the"])
+    assert both.exit_code == 1 and "RUN" in both.stderr and "has nothing to do" in both.stderr
     for word, message in (("the dog", "give one word"),
                           ("Ольга", "the vocabulary has no piece of it")):
         result = CliRunner().invoke(app, ["embeddings", str(run_dir), "--neighbors", word])

@@ -58,6 +58,9 @@ def embeddings(
         check_picture_path(output)
     if k < 1:
         raise UserError(f"-k must be at least 1 (got {k})")
+    if run is not None and vectors is not None:
+        raise UserError(f"--vectors {vectors}: the words are looked up in that file, so RUN "
+                        f"{run} has nothing to do; give one or the other")
     loaded = None if vectors is not None else load_run(run or latest_run(named="name RUN"),
                                                        resolve_device("cpu"))
     query, found = "", []
