@@ -17,9 +17,18 @@ from .stopping import whole_files
 
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call `write(tmp_path)` to fill a temporary file, then move it onto `path`."""
+    """Call `write(tmp_path)` to fill a temporary file, then move it onto `path`. A link is
+    followed (the file it names is replaced; the link stays), and a path that is no regular
+    file (`-o /dev/null`, a pipe) is written as it is: a file renamed onto it would take the
+    device's place."""
+    path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        write(str(path))
+        return
     with whole_files():
-        _write_and_replace(Path(path), write)
+        _write_and_replace(path, write)
 
 
 def _write_and_replace(path: Path, write: Callable[[str], None]) -> None:

@@ -21,6 +21,7 @@ from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, METRICS_FILE, metrics_records
 from .config import DecodeConfig, ServeConfig, check_engine
 from .constrained import check_constrained
 from .errors import UserError
+from .events import finite
 from .glossary import Glossary, read_glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
@@ -262,11 +263,6 @@ def hypothesis_json(hypothesis: Translation, alignment: bool = False) -> dict[st
     if alignment:
         out["alignment"] = [list(link) for link in hypothesis.alignment or []]
     return out
-
-
-def finite(number: float) -> float | None:
-    """JSON has no infinities: null stands for one."""
-    return number if math.isfinite(number) else None
 
 
 def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import errno
 import json
 import os
+import queue
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -234,6 +237,21 @@ def test_a_second_ctrl_c_during_a_write_stops_once_the_file_is_whole(tmp_path, m
         files.atomic_write(tmp_path / "next.bin", lambda tmp: Path(tmp).write_bytes(b"next"))
     assert target.read_bytes() == b"whole"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["next.bin", "state.bin"]
+
+
+def test_an_atomic_write_onto_a_link_or_a_pipe_leaves_it_in_place(tmp_path):
+    """An output named by a link replaces the file it names; one that is no regular file
+    (here a pipe, as `-o /dev/null` is a device) is written as it is, never renamed over."""
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    files.atomic_write_text(link, "new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"
+    pipe, got = tmp_path / "pipe", queue.Queue()
+    os.mkfifo(pipe)
+    threading.Thread(target=lambda: got.put(pipe.read_text()), daemon=True).start()
+    files.atomic_write_text(pipe, "through\n")
+    assert stat.S_ISFIFO(pipe.lstat().st_mode) and got.get(timeout=60) == "through\n"
 
 
 def saved_step(run_dir: Path) -> int:
