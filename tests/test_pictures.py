@@ -319,6 +319,10 @@ def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
     assert_real_picture(tmp_path / "curves.png", *pictures.CURVES_SIZE)
     printed = json.loads(invoke("plot", *names, "--json").stdout)
     assert printed == {"runs": [curve.to_json() for curve in learning_curves(names)]}
+    for command in (["plot", *names], ["attention", "A man.", "--run", names[0]]):
+        one_line_error(invoke(*command, "--json", "-o", str(tmp_path / "not-drawn.png")),
+                       "-o names a picture, and --json draws none")
+    assert not (tmp_path / "not-drawn.png").exists()
     result = invoke("plot", *names, "--metric", "chrf", "-o", str(tmp_path / "chrf.png"))
     assert result.exit_code == 0, result.output
     assert_real_picture(tmp_path / "chrf.png", *pictures.CURVES_SIZE)
