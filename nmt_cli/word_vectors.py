@@ -54,7 +54,7 @@ def read_vectors(path: Path, dim: int | None = None,
 
 
 def parse_line(path: Path, number: int, fields: list[str], dim: int | None,
-               needed: str = "") -> np.ndarray:
+               needed: str) -> np.ndarray:
     """A line's vector (parsed once), which must have `dim` values when given (`needed`:
     why, for the error)."""
     size = len(fields) - 1
@@ -62,7 +62,7 @@ def parse_line(path: Path, number: int, fields: list[str], dim: int | None,
         raise UserError(f"{path}:{number}: expected a word and its vector")
     if dim is not None and size != dim:
         raise UserError(f"{path}:{number}: a vector of {size} values where {dim} are needed "
-                        f"{needed}".rstrip())
+                        f"{needed}")
     try:
         with np.errstate(over="ignore"):  # a value past float32's range: inf, refused below
             vector = np.asarray(fields[1:], dtype=np.float32)
