@@ -125,9 +125,8 @@ class Engine:
         """Each line's length in tokens as decoding encodes it (with the language tag of
         config.tgt_lang, if any), before it is cut to the max_positions - 1 the model reads
         (encode_source)."""
-        tag = self.language_tag(config)
-        return [len(ids) for ids in self.tokenizer.encode_src(
-            [source_line(line, tag, self.target_languages) for line in lines])]
+        return [len(ids) for ids in source_ids(self.tokenizer, lines, self.language_tag(config),
+                                               self.target_languages)]
 
     def line_terms(self, lines: list[str], config: DecodeConfig,
                    terms: list[list[str]] | None = None) -> list[list[str]] | None:
@@ -389,15 +388,20 @@ class Translator(Engine):
                              self.language_tag(config), self.target_languages)
 
 
+def source_ids(tokenizer: Tokenizer, lines: list[str], tag: str = "",
+               languages: list[str] | None = None) -> list[list[int]]:
+    """Source ids per line (blank lines give none), opened by a language tag for a model
+    into `languages` (its own, or `tag`: languages.source_line), however long."""
+    tagged = [source_line(line, tag, languages or []) for line in lines]
+    return [ids if line.strip() else [] for line, ids in zip(tagged, tokenizer.encode_src(tagged))]
+
+
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
                   warn: Callable[[str], None], tag: str = "",
                   languages: list[str] | None = None) -> list[list[int]]:
-    """Source ids per line (blank lines give none), opened by a language tag for a model
-    into `languages` (its own, or `tag`: languages.source_line), cut to `max_positions` - 1
-    tokens: room for the <eos> every source ends with."""
-    tagged = [source_line(line, tag, languages or []) for line in lines]
-    src_ids = [ids if line.strip() else []
-               for line, ids in zip(tagged, tokenizer.encode_src(tagged))]
+    """source_ids, each cut to `max_positions` - 1 tokens (with a warning): room for the
+    <eos> every source ends with."""
+    src_ids = source_ids(tokenizer, lines, tag, languages)
     longest = max_positions - 1
     for ids in src_ids:
         if len(ids) > longest:
