@@ -267,17 +267,65 @@ def draw_word_map(points: list[dict], path: Path | str, title: str,
     principal components, word_vectors.principal_components); the point labelled `highlight`
     (the word whose neighbours these are) in another colour."""
     path = check_picture_path(path)
+    return save(word_map_figure(points, title, highlight), path)
+
+
+# Where a point's label goes, in points from the point: above right first, then the other
+# corners, then beside it; the first place that covers no other label and no point is taken.
+LABEL_PLACES = ((4, 3, "left", "bottom"), (4, -3, "left", "top"), (-4, 3, "right", "bottom"),
+                (-4, -3, "right", "top"), (6, 0, "left", "center"), (-6, 0, "right", "center"),
+                (0, 6, "center", "bottom"), (0, -6, "center", "top"))
+
+
+def word_map_figure(points: list[dict], title: str, highlight: str | None = None):
     figure = new_figure(7.0, 6.0)
     ax = figure.subplots()
     for point in points:
         special = point["label"] == highlight
         ax.scatter(point["x"], point["y"], s=40 if special else 18,
                    color="C3" if special else "C0", zorder=2)
-        ax.annotate(point["label"], (point["x"], point["y"]), textcoords="offset points",
-                    xytext=(4, 3), fontsize=9, fontweight="bold" if special else "normal")
     ax.margins(0.15)  # room for the labels of the outermost points
     ax.set_xlabel("first principal component")
     ax.set_ylabel("second principal component")
     ax.set_title(fitted(title, figure), fontsize=10)
     ax.grid(alpha=0.3)
-    return save(figure, path)
+    figure.draw_without_rendering()  # lays the figure out: where each point lies is now known
+    figure.set_layout_engine("none")  # and stays, so that the labels placed keep their places
+    # the highlighted word is labelled first, so that it gets the first choice of place
+    ordered = sorted(points, key=lambda point: point["label"] != highlight)
+    place_labels(ax, ordered, highlight)
+    return figure
+
+
+def place_labels(ax, points: list[dict], highlight: str | None) -> None:
+    """Label each point at the first of LABEL_PLACES that overlaps no label placed before it
+    and no point; where none is free, at the one that overlaps least."""
+    from matplotlib.transforms import Bbox
+
+    dots = [ax.transData.transform((point["x"], point["y"])) for point in points]
+    taken = [Bbox.from_extents(x - 4, y - 4, x + 4, y + 4) for x, y in dots]  # the points
+    for point in points:
+        best = None
+        for dx, dy, across, down in LABEL_PLACES:
+            label = ax.annotate(point["label"], (point["x"], point["y"]),
+                                textcoords="offset points", xytext=(dx, dy), ha=across,
+                                va=down, fontsize=9,
+                                fontweight="bold" if point["label"] == highlight else "normal")
+            box = label.get_window_extent()
+            covered = sum(overlap(box, other) for other in taken)
+            if best is not None and covered >= best[0]:
+                label.remove()
+                continue
+            if best is not None:
+                best[1].remove()
+            best = (covered, label, box)
+            if covered == 0:
+                break
+        taken.append(best[2])
+
+
+def overlap(a, b) -> float:
+    """The area two boxes share (0 when they do not meet)."""
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(width, 0.0) * max(height, 0.0)

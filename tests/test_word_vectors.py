@@ -189,6 +189,32 @@ def test_a_word_map_draws_the_words_and_their_neighbours(small_corpus, tmp_path)
     assert missing.exit_code == 1 and "no vector for 'plum'" in missing.output
 
 
+def test_a_word_map_keeps_the_labels_of_close_points_apart():
+    from nmt_cli.pictures import overlap, word_map_figure
+
+    # where a run's map put these words: "ball", "parachute" and "puppy" less than 10
+    # pixels apart, "Shepherd" and "bird" too; drawn at their corners, labels overlapped
+    places = {"dog": (0.25, 0.23), "dogs": (0.12, 0.03), "Shepherd": (0.2, 0.0),
+              "bird": (0.205, -0.02), "parachute": (0.17, -0.1), "puppy": (0.185, -0.1),
+              "ball": (0.16, -0.12), "jockey": (0.0, -0.12), "poodle": (0.21, -0.18),
+              "man": (-0.22, 0.6), "red": (-0.51, -0.27), "running": (-0.01, -0.54)}
+    points = [{"label": word, "x": x, "y": y} for word, (x, y) in places.items()]
+    figure = word_map_figure(points, "a title", highlight="dog")
+    figure.draw_without_rendering()
+    ax = figure.axes[0]
+    labels = {text.get_text(): text for text in ax.texts}
+    assert sorted(labels) == sorted(point["label"] for point in points)
+    assert labels["dog"].get_fontweight() == "bold"
+    boxes = {name: text.get_window_extent() for name, text in labels.items()}
+    for i, a in enumerate(boxes.values()):
+        assert all(overlap(a, b) == 0 for b in list(boxes.values())[i + 1:])
+    for point in points:  # each label beside its own point, within a few pixels
+        x, y = ax.transData.transform((point["x"], point["y"]))
+        box = boxes[point["label"]]
+        assert box.x0 - 12 <= x <= box.x1 + 12 and box.y0 - 12 <= y <= box.y1 + 12
+    assert overlap(boxes["dog"], boxes["dog"]) > 0
+
+
 def test_the_bottleneck_model_trains_and_decodes_through_the_same_search(small_corpus,
                                                                         tmp_path):
     run_dir, events = train(small_corpus, tmp_path, "none", "model.attention=none")
