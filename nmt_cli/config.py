@@ -119,7 +119,7 @@ class TrainConfig:
     # validation set, against 0.05 and 2, and against one head (model.alignment_heads 1)
     # taught at 0.05 or 0.5 (python -m bench.guided; bench/RESULTS.md)
     alignment_weight: float = 0.5
-    clip_norm: float = 1.0
+    clip_norm: float = 1.0  # the gradient's largest norm; 0: not clipped
     max_bad_steps: int = 20  # stop after this many NaN/inf steps in a row
     weight_decay: float = 0.0
     teacher_forcing_ratio: float = 1.0  # GRU only: chance of feeding the reference token
@@ -288,8 +288,9 @@ class Config:
         for key in PROBABILITIES:
             if not 0.0 <= self.get(key) < 1.0:
                 raise UserError(f"{key} must lie in [0, 1) (got {self.get(key)})")
-        if self.train.lr <= 0:
-            raise UserError(f"train.lr must be positive (got {self.train.lr})")
+        for key in POSITIVE:
+            if self.get(key) <= 0:
+                raise UserError(f"{key} must be positive (got {self.get(key)})")
         check_languages(self.data.tgt_lang)
         if self.data.max_len_ratio and not self.data.max_len_ratio >= 1:
             raise UserError("data.max_len_ratio must be 0 (off) or at least 1 "
@@ -358,8 +359,10 @@ AT_LEAST_ONE = ("model.d_model", "model.num_heads", "model.d_ff", "model.max_pos
                 "train.validate_every", "train.max_bad_steps", "train.accum")
 NOT_NEGATIVE = ("train.max_steps", "train.max_time", "train.epochs", "train.patience",
                 "train.warmup_steps", "train.weight_decay", "train.clip_norm",
-                "train.keep_last", "train.adam_eps", "train.plateau_patience",
+                "train.keep_last", "train.plateau_patience",
                 "train.attention_plots", "train.alignment_weight", "model.alignment_heads")
+# train.adam_eps: at 0, a weight whose gradients are all 0 is divided by 0
+POSITIVE = ("train.lr", "train.adam_eps")
 PROBABILITIES = ("model.dropout", "train.label_smoothing", "train.ema_decay",  # in [0, 1)
                  "tokenizer.sampling_alpha", "train.adam_beta1", "train.adam_beta2")
 # Sizes of tensors and of the tokenizer: at most MAX_INT (a run's config.json or a TOML file

@@ -79,7 +79,7 @@ class Updater:
 
     def __init__(self, model: torch.nn.Module, config: Config, device: torch.device):
         self.parameters = list(model.parameters())
-        self.clip_norm = config.train.clip_norm
+        self.clip_norm = config.train.clip_norm or math.inf  # 0: not clipped (norm still read)
         self.optimizer = make_optimizer(model, config, device)
         self.done = 0.0  # the fraction of the training budget spent, set by the Trainer
         self.scheduler = make_scheduler(self.optimizer, config, lambda: self.done)

@@ -265,6 +265,7 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     # values that torch would refuse with a traceback, or take and train on forever
     for setting, named in (("train.adam_beta2=1.5", "train.adam_beta2"),
                            ("train.adam_eps=-1", "train.adam_eps"),
+                           ("train.adam_eps=0", "train.adam_eps must be positive"),
                            ("train.schedule=plateau,train.plateau_factor=2",
                             "train.plateau_factor"),
                            ("train.lr=inf", "train.lr must be a finite number"),

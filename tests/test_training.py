@@ -181,6 +181,29 @@ def test_each_metric_scores_validations_by_its_own_number():
     assert progress.count_validation(-4.0) and not progress.count_validation(-5.0)
 
 
+def test_a_clip_norm_of_0_leaves_the_gradient_whole():
+    """train.clip_norm 0 turns clipping off, as in fairseq and Marian (it used to scale every
+    gradient to 0, and the weights never moved)."""
+    moved = {}
+    for clip_norm in (0.0, 1.0):
+        torch.manual_seed(0)
+        model = tiny_model()
+        config = apply_overrides(preset("transformer"), {"train.clip_norm": clip_norm,
+                                                         "train.warmup_steps": 0})
+        updater = Updater(model, config, torch.device("cpu"))
+        before = [p.detach().clone() for p in model.parameters()]
+        loss = 1000 * sum((p ** 2).sum() for p in model.parameters())
+        updater.backward(loss)
+        norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters()))
+        updater.step(loss)
+        grads = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters()
+                              if p.grad is not None))
+        moved[clip_norm] = max(float((p - b).abs().max())
+                               for p, b in zip(model.parameters(), before))
+        assert grads == pytest.approx(norm if clip_norm == 0 else 1.0, rel=1e-4)
+    assert moved[0.0] > 0 and moved[1.0] > 0
+
+
 @pytest.mark.parametrize(("metric", "better", "worse"), [("bleu", 12.0, 11.0),
                                                          ("loss", 2.5, 2.6)])
 def test_the_plateau_schedule_follows_the_best_metric(metric, better, worse):
