@@ -67,8 +67,11 @@ def prepare_run_dir(run_dir: Path) -> Path:
     """Create an empty run directory (refusing one that already holds files)."""
     run_dir = Path(run_dir)
     if run_dir.exists() and any(run_dir.iterdir()):
-        raise UserError(f"--run {run_dir}: directory already holds files; choose a new one "
-                        "or continue it with --resume")
+        if unstarted(run_dir):
+            raise UserError(f"--run {run_dir}: holds a run stopped before its first step was "
+                            f"saved, so nothing in it can be resumed; delete it "
+                            f"(rm -r {run_dir}) or choose a new one")
+        raise UserError(f"--run {run_dir}: directory already holds files; choose a new one")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -150,8 +153,18 @@ def kept_weights(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted((int(match.group(1)), p) for match, p in found if match)
 
 
+def unstarted(run_dir: Path) -> bool:
+    """Whether `run_dir` holds a run killed before it saved its first training state (its
+    config and tokenizer are written first)."""
+    return (run_dir / CONFIG_FILE).is_file() and not (run_dir / TRAIN_STATE).exists()
+
+
 def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> tuple[Config, dict[str, Any]]:
     """A run's config (with `overrides`, e.g. new limits) and its training state."""
+    if unstarted(run_dir):
+        raise UserError(f"--resume {run_dir}: the run stopped before its first step was saved, "
+                        f"so there is nothing to resume; delete it (rm -r {run_dir}) and train "
+                        "it again")
     if not (run_dir / TRAIN_STATE).is_file():
         raise UserError(f"--resume {run_dir}: no {TRAIN_STATE} to resume from")
     config = resume_config(read_config(run_dir)[0], overrides)

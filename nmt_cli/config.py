@@ -554,9 +554,10 @@ def command_line_overrides(settings: list[str] | None,
 
 
 # What a resumed run may change. train.keep_last only says which files stay; train.ema_decay
-# is fixed, since the average of the steps so far depends on it.
-RESUMABLE = (*LIMITS, "train.device", "train.precision", "train.accum", "train.compile",
-             "train.validate_every", "train.patience", "train.keep_last",
+# is fixed, since the average of the steps so far depends on it. data.data_dir: for a corpus
+# moved elsewhere (resuming exactly needs the same files there).
+RESUMABLE = (*LIMITS, "data.data_dir", "train.device", "train.precision", "train.accum",
+             "train.compile", "train.validate_every", "train.patience", "train.keep_last",
              "train.tensorboard", "train.attention_plots")
 
 

@@ -51,6 +51,25 @@ def stop_signals() -> Iterator[list[int]]:
 
 
 @contextmanager
+def stop_at_once() -> Iterator[None]:
+    """SIGTERM stops at once, as SIGINT does (KeyboardInterrupt): while a run is set up, before
+    it has a state to save, so that one stopped while it reads its corpus or trains its
+    tokenizer is removed, not left without a state to resume from."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def whole_files() -> Iterator[None]:
     """Hold a stop-at-once (a second signal) until the block ends, then raise it: atomic_write
     runs in one, so that it finishes its file and leaves no temporary one. Only the main

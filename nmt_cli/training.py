@@ -38,7 +38,7 @@ from .models import build_model, compile_features
 from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
-from .stopping import TrainingInterrupted, stop_signals
+from .stopping import TrainingInterrupted, stop_at_once, stop_signals
 from .tensorboard_log import TensorBoardLog, summary_writer
 from .validation import selection_score
 from .word_vectors import freeze_embeddings, initialise_embeddings
@@ -201,10 +201,19 @@ class Trainer:
 
     def loop(self, received: list[int]) -> None:
         p, t, speed = self.progress, self.config.train, TokenRate()
-        if p.at_start and t.finetune_from and p.validated_at < 0:
-            self.validate_and_save()  # the parent's BLEU on this validation set: the mark to beat
-        elif p.at_start:
+        if p.out_of_patience(t):  # resumed after early stopping: it stays stopped
+            self.emit(info(f"the run stopped early at step {p.step}: no better validation "
+                           f"{t.best_metric} in {t.patience} validations; to train it on, "
+                           f"resume it with a larger train.patience (or 0)"))
+            return
+        if not any((t.max_steps, t.max_time, t.epochs)):  # as the base and big presets are
+            self.emit(info("no limit is set (train.max_steps, train.max_time and train.epochs "
+                           "are 0): training goes on until it is stopped"
+                           + (" or its patience runs out" if t.patience else "")))
+        if p.at_start:
             self.save(best=False)  # from here on, a stopped run can always be resumed
+            if t.finetune_from and p.validated_at < 0:
+                self.validate_and_save()  # the parent's score on this validation set: the mark
         elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
             return  # it was stopped at a step due for validation: that validation comes first
         started = time.monotonic() - p.train_time
@@ -269,7 +278,8 @@ def train(config: Config, run_dir: Path | None = None,
         prepare_run_dir(run_dir)
     world.barrier()
     try:
-        trainer = Trainer(config, run_dir, on_event or (lambda event: None))
+        with stop_at_once():
+            trainer = Trainer(config, run_dir, on_event or (lambda event: None))
     except BaseException:  # bad data or device: leave no half-made run behind
         if created and world.is_main:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -281,9 +291,17 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
            on_event: Callable[[Event], None] | None = None) -> Path:
     """Continue a run from its training state; `overrides` may change e.g. its limits."""
     config, state = checkpoint.load_for_resume(Path(run_dir), overrides or {})
+    before = checkpoint.read_config(Path(run_dir))[0].data.data_dir
+    if before != config.data.data_dir:  # a corpus moved elsewhere
+        (on_event or (lambda event: None))(info(
+            f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} (it "
+            f"was {before or 'the bundled sample'}); the run goes on exactly only if its files "
+            "are the same"))
     if distributed.init(resolve_device(config.train.device)).is_main:
         checkpoint.remove_partial_writes(Path(run_dir))
-    return run_to_the_end(Trainer(config, Path(run_dir), on_event or (lambda event: None), state))
+    with stop_at_once():
+        trainer = Trainer(config, Path(run_dir), on_event or (lambda event: None), state)
+    return run_to_the_end(trainer)
 
 
 def run_to_the_end(trainer: Trainer) -> Path:

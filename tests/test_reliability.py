@@ -208,6 +208,77 @@ def test_second_ctrl_c_stops_at_once_and_leaves_a_loadable_run(corpus, tmp_path)
     assert not list(run_dir.glob(".*.tmp"))
 
 
+# Runs `nmt train ...` with a SIGTERM sent once the run's config and tokenizer are written,
+# before its first state is saved (the moment a long corpus or tokenizer keeps open for minutes)
+TERMINATED_IN_SET_UP = """
+import os, signal, sys
+from nmt_cli import checkpoint
+from nmt_cli.cli import app
+save_config = checkpoint.save_config
+def save_then_terminate(*args, **kwargs):
+    save_config(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+checkpoint.save_config = save_then_terminate
+app(sys.argv[1:], prog_name="nmt")
+"""
+
+
+def test_sigterm_while_a_run_is_set_up_leaves_no_half_made_run(corpus, tmp_path):
+    """Stopped before its first state is saved, a new run is removed, as after Ctrl-C (SIGTERM
+    used to kill it where it stood, leaving a folder that could neither be resumed nor
+    reused); a folder left so anyway (by SIGKILL) is named as such by --run and --resume."""
+    run_dir = tmp_path / "run"
+    stopped = subprocess.run([sys.executable, "-c", TERMINATED_IN_SET_UP,
+                              *cli_args(corpus, run_dir, 5)], capture_output=True, text=True,
+                             timeout=120)
+    assert stopped.returncode == 130 and stopped.stderr.strip().endswith("interrupted")
+    assert "Traceback" not in stopped.stderr and not run_dir.exists()
+    run_dir.mkdir()  # what SIGKILL leaves at that moment
+    (run_dir / checkpoint.CONFIG_FILE).write_text("{}")
+    for args in (["train", "--run", str(run_dir)], ["train", "--resume", str(run_dir)]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1 and "stopped before its first step was saved" in \
+            result.output and f"rm -r {run_dir}" in result.output, result.output
+    other = CliRunner().invoke(app, ["train", "--resume", str(run_dir), "--run",
+                                     str(tmp_path / "other")])
+    assert other.exit_code == 1 and "use --finetune" in other.output, other.output
+
+
+def test_a_fine_tuning_run_can_be_resumed_from_before_its_first_validation(corpus, reference,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """A fine-tuning run validates its parent's weights first, which takes as long as any
+    validation: it saves its state before, so that a kill there leaves a run to resume."""
+    config = tiny_config(corpus, 2, **{"train.finetune_from": str(reference)})
+
+    def killed(self):
+        raise KeyboardInterrupt  # as if the process died here
+
+    monkeypatch.setattr(Trainer, "validate_and_save", killed)
+    run_dir = prepare_run_dir(tmp_path / "child")
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(config, run_dir, lambda e: None).run()
+    assert saved_step(run_dir) == 0
+    monkeypatch.undo()
+    resume(run_dir)
+    assert [step for step, _, _ in validations(run_dir)] == [0, 2]
+
+
+def test_a_run_whose_corpus_moved_resumes_from_its_new_place(corpus, tmp_path):
+    before, after = tmp_path / "corpus", tmp_path / "moved"
+    shutil.copytree(corpus, before)
+    run_dir = prepare_run_dir(tmp_path / "run")
+    Trainer(tiny_config(before, 2), run_dir, lambda e: None).run()
+    before.rename(after)
+    with pytest.raises(UserError, match="no such directory"):
+        resume(run_dir, {"train.max_steps": 3})
+    events = []
+    resume(run_dir, {"train.max_steps": 3, "data.data_dir": str(after)}, events.append)
+    assert [e["step"] for e in events if e["kind"] == "step"] == [3]
+    assert any(f"now read from {after}" in e.get("message", "") for e in events)
+    assert checkpoint.read_config(run_dir)[0].data.data_dir == str(after)
+
+
 @pytest.mark.parametrize("moment", ["while the file is written", "once its temporary file exists"])
 def test_a_second_ctrl_c_during_a_write_stops_once_the_file_is_whole(tmp_path, monkeypatch,
                                                                       moment):

@@ -1,6 +1,7 @@
 """Training through the Python API: schedule, checkpoints, reloading."""
 
 import math
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
 from nmt_cli.config import DecodeConfig, apply_overrides
 from nmt_cli.optim import Updater, lr_factor
 from nmt_cli.progress import TrainingProgress
-from nmt_cli.training import Trainer, prepare_run_dir
+from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
 from nmt_cli.validation import selection_score
 
 from conftest import tiny_model
@@ -91,6 +92,33 @@ def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tm
     steps = [e["step"] for e in events if e["kind"] == "step"]
     assert len(steps) < 50
     assert any("early stopping" in e.get("message", "") for e in events)
+    # resumed with a larger limit, it stays stopped, its weights as they were; with more
+    # patience it trains on
+    weights = (tmp_path / "run" / LAST_WEIGHTS).read_bytes()
+    events.clear()
+    resume(tmp_path / "run", {"train.max_steps": 60}, events.append)
+    assert not [e for e in events if e["kind"] == "step"]
+    assert any(f"stopped early at step {steps[-1]}" in e.get("message", "") for e in events)
+    assert (tmp_path / "run" / LAST_WEIGHTS).read_bytes() == weights
+    resume(tmp_path / "run", {"train.max_steps": steps[-1] + 1, "train.patience": 0},
+           events.append)
+    assert [e["step"] for e in events if e["kind"] == "step"] == [steps[-1] + 1]
+
+
+def test_a_run_without_a_limit_says_so(small_corpus, tmp_path):
+    config = small_config(small_corpus, max_steps=0, patience=3)
+    events = []
+
+    def stop(event):
+        events.append(event)
+        if event["kind"] == "step":
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(TrainingInterrupted):
+        Trainer(config, prepare_run_dir(tmp_path / "run"), stop).run()
+    assert "no limit is set (train.max_steps, train.max_time and train.epochs are 0): training " \
+           "goes on until it is stopped or its patience runs out" in [e.get("message")
+                                                                     for e in events]
 
 
 def test_bf16_and_fp16_autocast_train_like_fp32(small_corpus, tmp_path):

@@ -84,6 +84,9 @@ def train(
                "train.finetune_from": finetune and str(finetune)}
     if resume is None and run is not None and (run / TRAIN_STATE).is_file():
         resume = run
+    if resume is not None and run is not None and run.resolve() != resume.resolve():
+        raise UserError(f"--resume {resume} continues that run in its own directory, not in "
+                        f"--run {run}; to start a new run from its weights, use --finetune")
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
             if preset_name is not None or config_file or finetune:
