@@ -461,6 +461,10 @@ def _section_classes() -> dict[str, type]:
 def _coerce(key: str, value: Any, kind: type) -> Any:
     """Turn a TOML value or a command-line string into the field's type."""
     try:
+        if kind is not bool and isinstance(value, bool):  # TOML's true for a number: 1?
+            raise ValueError(value)
+        if kind is str and not isinstance(value, str):  # a list or a number for a name
+            raise ValueError(value)
         if kind is bool:
             if isinstance(value, str):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -617,6 +621,9 @@ def parse_duration(text: str) -> float:
         match = _DURATION.match(text, pos)
         if not match:
             raise UserError(f"invalid duration {text!r}; use e.g. 90s, 20m or 1h30m")
+        if pos and not match.group(2):  # "1h30": 30 seconds or 30 minutes?
+            raise UserError(f"invalid duration {text!r}: {match.group(1)} has no unit; "
+                            "use e.g. 1h30m")
         total += float(match.group(1)) * scale[match.group(2)]
         pos = match.end()
     if not text:

@@ -279,7 +279,11 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     one_line_error(invoke("train", "--preset", ""), "unknown preset ''")
     for name, text, message in (
             ("nan.toml", "[train]\nmax_time = nan\n", "train.max_time must be a finite number"),
-            ("table.toml", "[[model]]\nd_model = 64\n", "'model' is a section, not a setting")):
+            ("table.toml", "[[model]]\nd_model = 64\n", "'model' is a section, not a setting"),
+            # not read as 1.0, nor as the name "['en', 'fr']"
+            ("true.toml", "[train]\nlr = true\n", "train.lr: expected float, got True"),
+            ("list.toml", '[data]\nsrc_lang = ["en", "fr"]\n',
+             "data.src_lang: expected str, got ['en', 'fr']")):
         (tmp_path / name).write_text(text)
         one_line_error(invoke("train", "--config", str(tmp_path / name)), f"{name}: {message}")
     (tmp_path / "latin1.toml").write_bytes(b"[model]\n# \xe9\nd_model = 64\n")

@@ -104,6 +104,8 @@ def test_durations():
     assert parse_duration("90") == 90 and parse_duration("1h30m") == 5400
     with pytest.raises(UserError, match="invalid duration"):
         parse_duration("soon")
+    with pytest.raises(UserError, match="'1h30': 30 has no unit"):  # not 3,630 seconds
+        parse_duration("1h30")
 
 
 def test_resolve_config_applies_sources_in_the_stated_order(tmp_path):
