@@ -42,7 +42,7 @@ from .guided_alignment import (
     tokenizer_starts,
 )
 from .languages import check_tags, language_tags, rows_by_language
-from .tokenizer import Tokenizer, copy_tokenizer
+from .tokenizer import Tokenizer, copy_tokenizer, tokenizer_files
 
 
 @dataclass
@@ -119,12 +119,20 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                    "tokenizer and pairs, and those settings")
     elif is_prepared:
         prepared.check_filters(folder, config)
+        if tokenizer_files(folder) != tokenizer_files(run_dir):  # its ids name other pieces
+            raise UserError(f"{folder}: prepared again with another tokenizer than this run's: "
+                            f"prepare it as before (nmt data prepare --tokenizer {run_dir}), "
+                            "or start a new run")
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
             copy_tokenizer(folder if is_prepared else parent, run_dir)
         else:
-            Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir,
-                            language_tags(data.tgt_lang))
+            made = Tokenizer.train(train_text.src, train_text.tgt, config.tokenizer, run_dir,
+                                   language_tags(data.tgt_lang))
+            if (pieces := max(made.src_vocab_size, made.tgt_vocab_size)) < \
+                    config.tokenizer.vocab_size:  # SentencePiece stops where the text does
+                report(f"tokenizer: {pieces:,} pieces, fewer than tokenizer.vocab_size "
+                       f"{config.tokenizer.vocab_size:,}: all that this corpus gives")
     world.barrier()
     if not world.is_main and not any(run_dir.glob("spm*.model")):
         raise UserError(f"rank {world.rank}: {run_dir} holds no tokenizer here; training on "

@@ -363,11 +363,13 @@ def sample_pairs(pairs, limit: int, seed: int) -> ParallelText:
 def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
             tokenizer_config: TokenizerConfig, max_len: int, seed: int = 1,
             sample: int = TOKENIZER_SAMPLE, tokenizer_from: Path | None = None,
-            max_ratio: float = 0.0, alignments: list[Path] | None = None) -> dict:
+            max_ratio: float = 0.0, alignments: list[Path] | None = None,
+            replace: bool = False) -> dict:
     """Tokenize `data_dir`'s training pairs into `out_dir` (see the module docstring), with a
     tokenizer trained on a sample of them, or the one of the run `tokenizer_from` (made with
     `tokenizer_config`), e.g. to fine-tune that run on them; with the word links of the
-    files `alignments` (one for each target language)."""
+    files `alignments` (one for each target language). A corpus prepared there before is
+    replaced only with `replace`."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     check_languages(tgt_lang, "--tgt-lang")
     if alignments:
@@ -379,6 +381,9 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
                  for lang in (src_lang, *target_languages(tgt_lang))]
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
+    if is_prepared(out_dir) and not replace:
+        raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
+                        "replace it (runs trained on it can then not be resumed)")
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")

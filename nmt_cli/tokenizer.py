@@ -63,6 +63,9 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
     """Train one SentencePiece model on `lines` and return its serialized bytes; `tags` become
     whole pieces (user-defined symbols), right after the special ones."""
     model = io.BytesIO()
+    if config.vocab_size <= (special := 4 + len(tags)):  # <pad> <unk> <sos> <eos>, the tags
+        raise UserError(f"tokenizer.vocab_size {config.vocab_size} is too small: the special "
+                        f"pieces alone take {special}, and every character needs one too")
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(lines), model_writer=model,
@@ -81,8 +84,7 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
             raise UserError(f"tokenizer.vocab_size {config.vocab_size} is too small for this "
                             f"corpus: {what} and the special pieces need at least "
                             f"{needed.group(1)}") from None
-        raise UserError(f"SentencePiece training failed (tokenizer.vocab_size "
-                        f"{config.vocab_size} too large for this corpus?): {e}") from None
+        raise UserError(f"SentencePiece training failed: {e}") from None
     return model.getvalue()
 
 

@@ -423,8 +423,10 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
                           str(trained_run)), "prepared with another tokenizer",
                    f"nmt data prepare --tokenizer {trained_run}")
     assert not run.exists()
-    result = invoke("data", "prepare", *data, "--out", str(prepared), "--tokenizer",
-                    str(trained_run))  # ... and with the parent's
+    again = ["data", "prepare", *data, "--out", str(prepared), "--tokenizer", str(trained_run)]
+    one_line_error(invoke(*again), f"--out {prepared}: holds a prepared corpus already; add "
+                                   "--force")
+    result = invoke(*again, "--force")  # ... and with the parent's
     assert result.exit_code == 0, result.output
     result = invoke("train", "--data", str(prepared), "--run", str(run), "--finetune",
                     str(trained_run), "--max-steps", "1", "--batch-tokens", "1024")

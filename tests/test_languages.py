@@ -415,7 +415,7 @@ def test_a_failed_prepare_leaves_the_corpus_it_would_replace(two_targets, tmp_pa
     before = {p.name: p.read_bytes() for p in ready.iterdir()}
     with pytest.raises(UserError, match="--tokenizer .*plain: its tokenizer has no <2de> tag"):
         prepare(two_targets, ready, "en", "de,fr", config.tokenizer, 100,
-                tokenizer_from=tmp_path / "plain")
+                tokenizer_from=tmp_path / "plain", replace=True)
     assert {p.name: p.read_bytes() for p in ready.iterdir()} == before
 
 

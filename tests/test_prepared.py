@@ -63,6 +63,27 @@ def test_training_from_prepared_ids_equals_training_from_text(corpus, prepared, 
     assert losses["prepared"] == losses["text"]
 
 
+def test_a_corpus_prepared_again_with_another_tokenizer_is_not_resumed_on(corpus, tmp_path):
+    """Its ids name other pieces than the run's tokenizer does: resuming on them would train
+    on nonsense. Nor is a prepared corpus replaced without --force."""
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "train.max_steps": 1})
+    out = tmp_path / "prepared"
+    prepare(corpus, out, "en", "de", config.tokenizer, 30)
+    run_dir = prepare_run_dir(tmp_path / "run")
+    Trainer(apply_overrides(config, {"data.data_dir": str(out)}), run_dir, lambda e: None).run()
+    bpe = apply_overrides(config, {"tokenizer.model_type": "bpe"}).tokenizer
+    with pytest.raises(UserError, match="holds a prepared corpus already; add --force"):
+        prepare(corpus, out, "en", "de", bpe, 30)
+    prepare(corpus, out, "en", "de", bpe, 30, replace=True)
+    with pytest.raises(UserError, match=f"prepared again with another tokenizer than this "
+                                        f"run's: prepare it as before \\(nmt data prepare "
+                                        f"--tokenizer {run_dir}\\)"):
+        resume(run_dir, {"train.max_steps": 2})
+    prepare(corpus, out, "en", "de", bpe, 30, tokenizer_from=run_dir, replace=True)
+    resume(run_dir, {"train.max_steps": 2})
+    assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
+
+
 def test_a_run_on_a_prepared_corpus_is_scored_on_the_test_split_copied_there(corpus, prepared,
                                                                             tmp_path):
     """The test files go with the validation files (none when the corpus has no test
@@ -164,7 +185,8 @@ def test_links_go_unread_where_their_weight_is_0_and_are_checked_on_resuming(lin
     assert Trainer(unread, prepare_run_dir(tmp_path / "plain"),
                    lambda e: None).corpus.train.alignments is None
     check_filters(out, guided.config)
-    prepare(folder, out, "en", "de", config.tokenizer, 30, max_ratio=1.5)  # without, now
+    prepare(folder, out, "en", "de", config.tokenizer, 30, max_ratio=1.5,  # without, now
+            replace=True)
     assert not (out / "train.align.bin").exists()
     with pytest.raises(UserError, match=r"prepared again with data.alignments=''; this run "
                                         r"trained with '.*de.align'"):

@@ -2,9 +2,10 @@
 
 import pytest
 
-from nmt_cli.config import TokenizerConfig
+from nmt_cli.config import TokenizerConfig, apply_overrides, preset
 from nmt_cli.errors import UserError
 from nmt_cli.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Tokenizer
+from nmt_cli.training import Trainer, prepare_run_dir
 
 from conftest import read_sample
 
@@ -74,3 +75,19 @@ def test_a_vocabulary_too_small_for_the_corpus_says_how_large_it_must_be(tmp_pat
                        r"its characters, 256 bytes \(byte_fallback\) and the special pieces "
                        r"need at least \d+$"):
         Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=200, byte_fallback=True), tmp_path)
+    with pytest.raises(UserError, match=r"tokenizer.vocab_size 4 is too small: the special "
+                                        r"pieces alone take 4"):  # not "too large?"
+        Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=4), tmp_path)
+
+
+def test_a_vocabulary_larger_than_the_corpus_gives_is_reported(small_corpus, tmp_path):
+    """SentencePiece stops where the text runs out of pieces; training says how many."""
+    config = apply_overrides(preset("transformer"), {
+        "data.data_dir": str(small_corpus), "tokenizer.vocab_size": 100_000,
+        "model.d_model": 32, "model.d_ff": 64})
+    events = []
+    trainer = Trainer(config, prepare_run_dir(tmp_path / "run"), events.append)
+    pieces = trainer.corpus.tokenizer.src_vocab_size
+    assert 100 < pieces < 100_000
+    assert f"tokenizer: {pieces:,} pieces, fewer than tokenizer.vocab_size 100,000: all that " \
+           "this corpus gives" in [e.get("message") for e in events]

@@ -63,6 +63,8 @@ def prepare_command(
     alignments: Annotated[Path | None, typer.Option(
         help="Word alignments of the training pairs (as for nmt train --alignments), kept "
         "beside their ids; training on the prepared corpus teaches them.")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace a corpus prepared in --out before.")] = False,
 ):
     """Tokenize a corpus once into id files; `nmt train --data OUT` then reads them."""
     from ..checkpoint import read_config
@@ -79,7 +81,7 @@ def prepare_command(
     info = prepare_corpus(data, out, src_lang, tgt_lang, tokenizer_config, config.data.max_len,
                           config.train.seed, sample, tokenizer, config.data.max_len_ratio,
                           alignment_files(config.data.alignments) if config.data.alignments
-                          else None)
+                          else None, force)
     report = kept_report(info["pairs"], info["empty"], info["too_long"], info["max_len"],
                          info["uneven"], info["max_len_ratio"])
     if "links" in info:
