@@ -164,6 +164,11 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                + (f"; {differ:,} whose words SentencePiece counts otherwise than whitespace "
                   "does train without" if differ else "") + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
+    if val.too_long:
+        report(f"val: {val.too_long:,} of {len(val_text.src):,} pairs are longer than "
+               f"model.max_positions ({config.model.max_positions:,} tokens): the validation "
+               "loss leaves them out, and BLEU and chrF score their translations of the "
+               "sources cut to that length")
     if not config.tokenizer.sampling_alpha:
         return TrainingCorpus(tokenizer, train, val_text, val, config)
     kept = ParallelText([train_text.src[i] for i in train.kept],

@@ -1,6 +1,7 @@
 """Training through the Python API: schedule, checkpoints, reloading."""
 
 import math
+import re
 import signal
 from pathlib import Path
 
@@ -103,6 +104,22 @@ def test_early_stopping_ends_training_when_bleu_stops_improving(small_corpus, tm
     resume(tmp_path / "run", {"train.max_steps": steps[-1] + 1, "train.patience": 0},
            events.append)
     assert [e["step"] for e in events if e["kind"] == "step"] == [steps[-1] + 1]
+
+
+def test_validation_pairs_longer_than_the_model_reads_are_reported(small_corpus, tmp_path):
+    """They cannot be teacher-forced, so the validation loss leaves them out: said once."""
+    messages = {}
+    for positions in (12, 1024):
+        config = small_config(small_corpus, **{"model.max_positions": positions,
+                                               "data.max_len": 10})
+        events = []
+        trainer = Trainer(config, prepare_run_dir(tmp_path / str(positions)), events.append)
+        messages[positions] = [e["message"] for e in events if "max_positions" in
+                               e.get("message", "")]
+    assert len(trainer.corpus.val.src) == 60  # all 60 fit 1,024 positions
+    assert len(messages[12]) == 1 and not messages[1024]
+    assert re.fullmatch(r"val: \d+ of 60 pairs are longer than model.max_positions \(12 tokens\):"
+                        r" the validation loss leaves them out, .*", messages[12][0])
 
 
 def test_a_run_without_a_limit_says_so(small_corpus, tmp_path):
