@@ -605,6 +605,32 @@ def to_dict(config: Config) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
+def to_toml(config: Config) -> str:
+    """Every setting of `config` as a TOML file, which --config reads back to the same
+    settings (`nmt train --dump-config`)."""
+    lines = []
+    for section, values in to_dict(config).items():
+        lines += [f"[{section}]", *(f"{name} = {toml_value(value)}"
+                                    for name, value in values.items()), ""]
+    return "\n".join(lines)
+
+
+def toml_value(value: bool | int | float | str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):  # a basic string
+        return '"' + "".join(map(toml_character, value)) + '"'
+    return repr(value)  # an int, or a finite float: 0.0005, 1e-09
+
+
+def toml_character(c: str) -> str:
+    """A character of a TOML basic string: quotes and backslashes escaped, and the control
+    characters, which it may not hold as they are."""
+    if c in '"\\':
+        return "\\" + c
+    return f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c
+
+
 def from_dict(table: dict[str, Any]) -> Config:
     return apply_overrides(Config(), flatten(table))
 

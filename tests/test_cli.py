@@ -404,6 +404,38 @@ def test_finetuning_starts_from_the_parent_and_resumes_without_it(trained_run, t
     assert [r["step"] for r in metrics(child, "validate")] == [0, 3, 6, 9]
 
 
+def test_dump_config_prints_the_settings_a_run_would_take(trained_run, small_corpus, tmp_path):
+    """As TOML that --config reads back to the same settings; nothing is trained."""
+    import tomllib
+
+    from nmt_cli.checkpoint import read_config
+    from nmt_cli.config import resolve_config, to_dict
+
+    run = tmp_path / "run"
+    args = ["--preset", "multi30k-transformer", "--data", str(small_corpus), "--set",
+            "model.dropout=0.25", "--set", "data.src_lang=e\"n", "--max-steps", "9"]
+    result = invoke("train", *args, "--run", str(run), "--dump-config")
+    assert result.exit_code == 0, result.output
+    assert not run.exists()
+    dumped = tmp_path / "dumped.toml"
+    dumped.write_text(result.stdout, encoding="utf-8")
+    expected = resolve_config("multi30k-transformer", settings=["model.dropout=0.25",
+                                                                'data.src_lang=e"n'],
+                              options={"data.data_dir": str(small_corpus), "train.max_steps": 9})
+    assert tomllib.loads(result.stdout) == to_dict(expected)
+    assert resolve_config(config_file=dumped) == expected
+    # a resumed run: its own settings with the changes given; a fine-tuned one: its parent's
+    resumed = tomllib.loads(invoke("train", "--resume", str(trained_run), "--max-steps", "99",
+                                   "--dump-config").stdout)
+    assert resumed == {**to_dict(read_config(trained_run)[0]),
+                       "train": {**to_dict(read_config(trained_run)[0])["train"],
+                                 "max_steps": 99, "max_time": 0.0, "epochs": 0}}
+    child = tomllib.loads(invoke("train", "--finetune", str(trained_run), "--data",
+                                 str(small_corpus), "--dump-config").stdout)
+    assert child["model"]["d_model"] == read_config(trained_run)[0].model.d_model == 32
+    assert child["train"]["finetune_from"] == str(trained_run.resolve())
+
+
 def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_corpus,
                                                               tmp_path):
     data = ["--data", str(small_corpus)]

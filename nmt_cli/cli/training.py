@@ -11,7 +11,14 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..config import PRESETS, command_line_overrides, resolve_config
+from ..config import (
+    PRESETS,
+    Config,
+    command_line_overrides,
+    resolve_config,
+    resume_config,
+    to_toml,
+)
 from ..errors import UserError
 from ..stopping import TrainingInterrupted, ignore_stop_signals
 from .common import Arch, Device, Precision, app, err, user_errors, value
@@ -66,6 +73,9 @@ def train(
     finetune: Annotated[Path | None, typer.Option(
         help="Fine-tune this trained run: start from its best weights, tokenizer and model "
         "settings, with a new optimizer and schedule.")] = None,
+    dump_config: Annotated[bool, typer.Option(
+        "--dump-config", help="Print every setting this command would train with, as a TOML "
+        "file for --config, and exit without training.")] = False,
 ):
     """Train a model; writes a run directory (config, tokenizer, weights, metrics)."""
     from ..checkpoint import TRAIN_STATE
@@ -87,20 +97,43 @@ def train(
     if resume is not None and run is not None and run.resolve() != resume.resolve():
         raise UserError(f"--resume {resume} continues that run in its own directory, not in "
                         f"--run {run}; to start a new run from its weights, use --finetune")
+    if resume is not None and (preset_name is not None or config_file or finetune):
+        raise UserError("--resume continues a run with its own settings; --preset, --config "
+                        "and --finetune apply to new runs only")
+    if finetune is not None and resume is None and preset_name is None and arch is None:
+        options["model.arch"] = parent_arch(finetune)  # its family's preset
+    if dump_config:
+        print(to_toml(settings_to_train(resume, preset_name, config_file, settings, options)),
+              end="")
+        return
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
-            if preset_name is not None or config_file or finetune:
-                raise UserError("--resume continues a run with its own settings; --preset, "
-                                "--config and --finetune apply to new runs only")
             run_dir = resume_training(resume, command_line_overrides(settings, options),
                                       on_event=display.show)
         else:
-            if finetune is not None and preset_name is None and arch is None:
-                options["model.arch"] = parent_arch(finetune)  # its family's preset
             config = resolve_config(preset_name, config_file, settings, options)
             run_dir = train_model(config, run, on_event=display.show)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
         print(run_dir)
+
+
+def settings_to_train(resume: Path | None, preset_name: str | None, config_file: Path | None,
+                      settings: list[str] | None, options: dict[str, Any]) -> Config:
+    """The settings `nmt train` would train with: a resumed run's own, with the changes
+    given; or a new run's, with those that a fine-tuned parent and a prepared corpus impose."""
+    from ..checkpoint import read_config
+    from ..data import corpus_dir
+    from ..finetune import adopt_parent, parent_of
+    from ..prepared import is_prepared, with_its_settings
+
+    if resume is not None:
+        return resume_config(read_config(resume)[0], command_line_overrides(settings, options))
+    config = resolve_config(preset_name, config_file, settings, options)
+    if (parent := parent_of(config)) is not None:
+        config = adopt_parent(config, parent)[0]
+    if is_prepared(folder := corpus_dir(config.data.data_dir)):
+        config = with_its_settings(folder, config)[0]
+    return config
 
 
 @contextmanager
