@@ -5,8 +5,12 @@ approximate randomization (Riezler and Maxwell, 2005).
 
 A p-value estimates how often a difference at least as large as the observed one would
 arise if both systems were the same. sacreBLEU counts only strictly larger differences, so
-a system identical to the first would get 1/(samples + 1); here it gets 1.0, the test's
-maximum, since no resampling can tell two identical outputs apart.
+a system that scores alike to the first on every sentence would get 1/(samples + 1), the
+smallest p-value there is; here it gets 1.0, the test's maximum, since no resampling can tell
+the two apart. Alike means the same statistics a metric counts (n-gram matches and lengths),
+not the same text: translations that differ only in spacing (a double space, a space before
+a full stop) are alike for BLEU, whose tokenizer splits punctuation off, and for chrF, which
+ignores whitespace.
 
 sacreBLEU seeds its resampling from the SACREBLEU_SEED environment variable (default 12345)
 when a PairedTest is built; `compare` sets it for the duration of each test, so the same
@@ -107,41 +111,62 @@ def compare(systems: list[tuple[str, list[str]]], references: list[str],
         with_ci = test == tests[0]  # "both": the intervals come from the bootstrap test
         signatures[test], results[test] = paired_test(systems, references, test, samples,
                                                       seed, with_ci)
+    names = list(next(iter(results.values())))  # sacreBLEU's: BLEU, chrF2
+    alike = scored_alike(systems, references, names)
     return Comparison(reference_name, len(references), method, seed, signatures,
-                      [system_result(i, systems, results) for i in range(len(systems))])
+                      [system_result(i, systems, results, alike[i])
+                       for i in range(len(systems))])
+
+
+def metrics() -> dict[str, BLEU | CHRF]:
+    return {"bleu": BLEU(), "chrf": CHRF()}
+
+
+def scored_alike(systems: list[tuple[str, list[str]]], references: list[str],
+                 names: list[str]) -> list[set[str]]:
+    """For each system, the metrics (by `names`, in the order of metrics()) whose statistics
+    of every sentence (the counts the significance tests resample) equal the first system's."""
+    found: list[set[str]] = [set() for _ in systems]
+    for name, metric in zip(names, metrics().values()):
+        # the statistics as sacreBLEU's PairedTest extracts them: an array per system
+        first = metric._extract_corpus_statistics(systems[0][1], [references])
+        for index, (_, lines) in enumerate(systems[1:], 1):
+            if lines == systems[0][1] or metric._extract_corpus_statistics(
+                    lines, [references]) == first:
+                found[index].add(name)
+    return found
 
 
 def paired_test(systems: list[tuple[str, list[str]]], references: list[str], test: str,
                 samples: int, seed: int, with_ci: bool) -> tuple[dict[str, str], dict]:
     """Run one sacreBLEU PairedTest over BLEU and chrF: the signatures per metric, and per
     metric one sacrebleu.significance.Result per system (the first is the baseline)."""
-    metrics = {"bleu": BLEU(), "chrf": CHRF()}
     with sacrebleu_seed(seed):
-        paired = PairedTest(systems, metrics, [references], test_type=TEST_TYPES[test],
+        paired = PairedTest(systems, metrics(), [references], test_type=TEST_TYPES[test],
                             n_samples=samples, n_ar_confidence=samples if with_ci else -1)
         signatures, scores = paired()
     scores.pop("System")
     return {metric: signature.format() for metric, signature in signatures.items()}, scores
 
 
-def system_result(index: int, systems: list[tuple[str, list[str]]],
-                  results: dict[str, dict]) -> SystemResult:
-    """Gather one system's scores, interval and p-values from the tests that ran."""
-    identical = index > 0 and systems[index][1] == systems[0][1]
+def system_result(index: int, systems: list[tuple[str, list[str]]], results: dict[str, dict],
+                  alike: set[str]) -> SystemResult:
+    """Gather one system's scores, interval and p-values from the tests that ran; `alike`:
+    the metrics by which it scores every sentence as the first system does (p = 1)."""
     first = next(iter(results.values()))  # the test that estimated the intervals
 
     def p_value(test: str, metric: str) -> float | None:
         if index == 0 or test not in results:
             return None
-        return 1.0 if identical else float(results[test][metric][index].p_value)
+        return 1.0 if metric in alike else float(results[test][metric][index].p_value)
 
-    metrics = []
+    found = []
     for metric, per_system in first.items():
         result = per_system[index]
-        metrics.append(MetricResult(metric, float(result.score), float(result.mean),
-                                    float(result.ci), p_value("bootstrap", metric),
-                                    p_value("ar", metric)))
-    return SystemResult(systems[index][0], metrics)
+        found.append(MetricResult(metric, float(result.score), float(result.mean),
+                                  float(result.ci), p_value("bootstrap", metric),
+                                  p_value("ar", metric)))
+    return SystemResult(systems[index][0], found)
 
 
 @contextmanager

@@ -65,6 +65,24 @@ def test_a_system_against_itself_and_against_shuffled_lines(systems):
     assert again == out  # seeded: the same intervals and p-values
 
 
+def test_a_system_that_differs_only_where_no_metric_looks_is_not_significant(systems,
+                                                                             tmp_path):
+    """Double spaces and a space before the full stop change no statistic of BLEU (whose
+    tokenizer splits the stop off) or chrF (which ignores spaces): p = 1, not the
+    1/(samples + 1) that sacreBLEU gives a difference of exactly 0 everywhere."""
+    lines = systems["a"].read_text(encoding="utf-8").splitlines()
+    spaced, changed = tmp_path / "spaced.de", tmp_path / "changed.de"
+    spaced.write_text("".join(f"{line.replace(' ', '  ').replace('.', ' .')}\n"
+                              for line in lines), encoding="utf-8")
+    changed.write_text("".join(f"{line}\n" for line in [lines[0] + " Hund", *lines[1:]]),
+                       encoding="utf-8")
+    out = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(spaced),
+                       str(changed))
+    _, alike, other = out["systems"]
+    assert all(m["p_bootstrap"] == 1.0 and m["p_ar"] == 1.0 for m in alike["metrics"])
+    assert all(m["p_bootstrap"] < 1.0 and m["p_ar"] < 1.0 for m in other["metrics"])
+
+
 def test_one_method_and_the_table(systems):
     out = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(systems["b"]),
                        "--method", "ar")
