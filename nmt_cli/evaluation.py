@@ -1,7 +1,8 @@
 """Corpus scores with sacreBLEU: BLEU, chrF and TER on detokenized text, with signatures.
 
-Scores are computed exactly as the `sacrebleu` command does with its defaults (cased BLEU with
-the 13a tokenizer, chrF with character 6-grams, TER), so they can be compared across papers.
+Scores are computed as the `sacrebleu` command does with its defaults (cased BLEU with the 13a
+tokenizer, chrF with character 6-grams), so they can be compared across papers; TER is cased
+too, where the command lowercases it unless given --ter-case-sensitive.
 """
 
 from __future__ import annotations

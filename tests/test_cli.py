@@ -493,7 +493,9 @@ def test_an_ensemble_needs_runs_of_one_tokenizer(trained_run, small_corpus, tmp_
     assert log_probs[0] != log_probs[1]
     result = invoke("eval", "--run", str(trained_run), "--ensemble", str(twin), "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["source"].startswith(f"{trained_run} + {twin} on ")
+    scored = json.loads(result.stdout)
+    assert scored["hypotheses"].startswith(f"{trained_run} + {twin} on ")
+    assert scored["source"] == scored["hypotheses"]  # its former name
     (tmp_path / "src.en").write_bytes(lines)
     (tmp_path / "tgt.de").write_text("Ein Mann läuft.\nZwei Hunde.\n", encoding="utf-8")
     score = ["score", "--run", str(trained_run), "--src", str(tmp_path / "src.en"), "--tgt",

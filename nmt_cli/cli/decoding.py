@@ -331,7 +331,10 @@ def show_scores(result: Evaluation, as_json: bool,
     from ..evaluation import length_basis
 
     if as_json:
-        out = {"source": result.hypotheses, "reference": result.references,
+        # "hypotheses": what was scored (a file, or a run on a source file); "source" is its
+        # former name, kept for the scripts that read it
+        out = {"hypotheses": result.hypotheses, "source": result.hypotheses,
+               "reference": result.references,
                "sentences": result.sentences, "scores": [vars(s) for s in result.scores]}
         if buckets is not None:
             out["by_length"] = {"length_of": length_basis(result),
