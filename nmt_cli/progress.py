@@ -24,7 +24,11 @@ class TrainingProgress:
     step: int = 0  # updates taken
     epoch: int = 0
     batch_in_epoch: int = 0  # index of the next batch of this epoch
-    best_score: float = -math.inf  # validation.selection_score: higher is better
+    best_score: float = -math.inf  # validation.selection_score of the best weights
+    # the best score of the validations on schedule (every train.validate_every steps), and how
+    # many have not beaten it: patience counts these, and not a run's validation at a limit
+    # between them, so a run extended past that limit goes on as if it had had none
+    patience_score: float = -math.inf
     bad_validations: int = 0
     bad_steps: int = 0  # consecutive steps with a NaN/inf loss or gradient
     skipped_steps: int = 0  # all skipped steps, fp16 overflows included
@@ -39,6 +43,7 @@ class TrainingProgress:
         saved = dict(saved)
         if "best_bleu" in saved:
             saved["best_score"] = saved.pop("best_bleu")
+        saved.setdefault("patience_score", saved.get("best_score", -math.inf))  # older states
         progress = cls(**saved)
         for f in dataclasses.fields(cls):  # whole numbers where the defaults are
             value = getattr(progress, f.name)
@@ -97,14 +102,17 @@ class TrainingProgress:
                             f"loss or gradient (at step {self.step}); the last good checkpoint "
                             f"is in {run_dir}; try a lower train.lr")
 
-    def count_validation(self, score: float) -> bool:
+    def count_validation(self, score: float, on_schedule: bool = True) -> bool:
         """Record a validation's score; True when it is the best so far (the first always
-        is, whatever its score: a run always has best weights)."""
+        is, whatever its score: a run always has best weights). Only one `on_schedule`
+        counts toward patience."""
         first, self.validated_at = self.validated_at < 0, self.step
         improved = first or score > self.best_score
         if improved:
-            self.best_score, self.bad_validations = score, 0
-        else:
+            self.best_score = score
+        if on_schedule and (score > self.patience_score or self.patience_score == -math.inf):
+            self.patience_score, self.bad_validations = score, 0
+        elif on_schedule:
             self.bad_validations += 1
         return improved
 

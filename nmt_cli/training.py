@@ -164,9 +164,10 @@ class Trainer:
             self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs,
                                    first=self.progress.validated_at < 0)
             if self.world.is_main else None)
-        metric = self.config.train.best_metric
-        improved = self.progress.count_validation(selection_score(metrics, metric))
-        self.updater.validated(metrics[f"val_{metric}"])
+        metric, on_schedule = self.config.train.best_metric, self.on_schedule()
+        improved = self.progress.count_validation(selection_score(metrics, metric), on_schedule)
+        if on_schedule:  # the plateau schedule
+            self.updater.validated(metrics[f"val_{metric}"])
         record = {"kind": "validate", "step": self.progress.step, **metrics, "best": improved}
         if (count := self.config.train.attention_plots) and self.world.is_main:
             try:
@@ -238,6 +239,12 @@ class Trainer:
                 break
         if p.validated_at != p.step:
             self.validate_and_save()
+
+    def on_schedule(self) -> bool:
+        """Whether this step is one of every train.validate_every: its validation counts for
+        patience and the plateau schedule. One where a run stops between two (at its limit)
+        picks best weights only, so that the run, extended, goes on as if it had had none."""
+        return self.progress.step % self.config.train.validate_every == 0
 
     def validate(self) -> bool:
         """Validate and save; True when patience has run out (early stopping)."""

@@ -106,6 +106,30 @@ def step_rates(run_dir: Path) -> list[tuple[int, float, float]]:
     return [(r["step"], r["loss"], r["lr"]) for r in records if r["kind"] == "step"]
 
 
+def test_a_run_extended_past_its_limit_goes_on_as_one_given_the_larger_limit(corpus, tmp_path):
+    """Stopped at step 12, between its validations every 8 steps, a run validates there to
+    pick its best weights; extended to step 30, it trains, lowers its rate (plateau), counts
+    its patience and ends with the kept weights of a run given 30 steps from the start."""
+    settings = {"train.schedule": "plateau", "train.plateau_patience": 1, "train.patience": 5,
+                "train.keep_last": 2, "train.best_metric": "chrf"}
+    straight, extended = (prepare_run_dir(tmp_path / name) for name in ("straight", "extended"))
+    Trainer(tiny_config(corpus, 30, **settings), straight, lambda e: None).run()
+    Trainer(tiny_config(corpus, 12, **settings), extended, lambda e: None).run()
+    assert [s for s, _, _ in validations(extended)] == [8, 12]
+    resume(extended, {"train.max_steps": 30})
+    rates = [lr for _, _, lr in step_rates(straight)]
+    assert len(set(rates[8:])) > 1  # the plateau schedule lowered the rate
+    assert step_rates(extended) == step_rates(straight)  # bitwise, rates included
+    assert [v for v in validations(extended) if v[0] != 12] == validations(straight)
+    assert same_weights(extended / "last.safetensors", straight / "last.safetensors")
+    assert sorted(p.name for p in extended.glob("step-*")) == \
+        sorted(p.name for p in straight.glob("step-*")) == ["step-000024.safetensors",
+                                                           "step-000030.safetensors"]
+    state = [checkpoint.load_train_state(run / checkpoint.TRAIN_STATE)["progress"]
+             for run in (straight, extended)]
+    assert state[0]["bad_validations"] == state[1]["bad_validations"]
+
+
 def test_linear_schedule_reaches_zero_at_the_limit_and_resumes_exactly(corpus, tmp_path):
     config = tiny_config(corpus, 20, **{"train.schedule": "linear", "train.lr": 1e-3})
     whole = prepare_run_dir(tmp_path / "whole")
