@@ -104,8 +104,8 @@ class TrainingProgress:
 
     def count_validation(self, score: float, on_schedule: bool = True) -> bool:
         """Record a validation's score; True when it is the best so far (the first always
-        is, whatever its score: a run always has best weights). Only one `on_schedule`
-        counts toward patience."""
+        is, whatever its score: a run always has best weights). Only validations
+        `on_schedule` count toward patience."""
         first, self.validated_at = self.validated_at < 0, self.step
         improved = first or score > self.best_score
         if improved:

@@ -297,17 +297,17 @@ def train(config: Config, run_dir: Path | None = None,
 def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
            on_event: Callable[[Event], None] | None = None) -> Path:
     """Continue a run from its training state; `overrides` may change e.g. its limits."""
-    config, state = checkpoint.load_for_resume(Path(run_dir), overrides or {})
-    before = checkpoint.read_config(Path(run_dir))[0].data.data_dir
+    run_dir, on_event = Path(run_dir), on_event or (lambda event: None)
+    config, state = checkpoint.load_for_resume(run_dir, overrides or {})
+    before = checkpoint.read_config(run_dir)[0].data.data_dir
     if before != config.data.data_dir:  # a corpus moved elsewhere
-        (on_event or (lambda event: None))(info(
-            f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} (it "
-            f"was {before or 'the bundled sample'}); the run goes on exactly only if its files "
-            "are the same"))
+        on_event(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'}"
+                      f" (it was {before or 'the bundled sample'}); the run goes on exactly only "
+                      "if its files are the same"))
     if distributed.init(resolve_device(config.train.device)).is_main:
-        checkpoint.remove_partial_writes(Path(run_dir))
+        checkpoint.remove_partial_writes(run_dir)
     with stop_at_once():
-        trainer = Trainer(config, Path(run_dir), on_event or (lambda event: None), state)
+        trainer = Trainer(config, run_dir, on_event, state)
     return run_to_the_end(trainer)
 
 
