@@ -1,7 +1,8 @@
 """Learning curves: the series of a run's metrics.jsonl, as plain numbers.
 
-Training appends one record per step (kind "step": step, loss, lr, tokens_per_s, elapsed in
-seconds of training) and one per validation (kind "validate": step, val_loss, val_bleu,
+Training appends one record per step (kind "step": step, loss, lr, tokens_per_s over the last
+20 steps' own time, elapsed: seconds since training began, validations included, as
+train.max_time counts them) and one per validation (kind "validate": step, val_loss, val_bleu,
 val_chrf, and val_bleu_LANG, val_chrf_LANG for each of several target languages). A
 validation happens at the end of a step, so its time is that step's elapsed time.
 """

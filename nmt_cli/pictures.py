@@ -169,13 +169,16 @@ def draw_curves(runs: list[dict], path: Path | str, metric: str = "bleu") -> Pat
         val_key = val_key and val_key.replace("METRIC", metric)
         for color, run in enumerate(runs):
             draw_series(ax, run, train_key, val_key, by_time, f"C{color % 10}")
-        ax.set_xlabel("training time (minutes)" if by_time else "step")
+        ax.set_xlabel("time (minutes, validations included)" if by_time else "step")
         if not by_time:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(label.replace("METRIC", METRIC_NAMES[metric]))
         ax.grid(alpha=0.3)
-    axes[0].plot([], [], color="gray", label="training")
-    axes[0].plot([], [], color="gray", linestyle="--", marker="o", label="validation")
+    # the training loss is the one optimized, label smoothing (and guided alignment) included;
+    # the validation loss is the cross-entropy alone, and so lower for the same model
+    axes[0].plot([], [], color="gray", label="training (loss as optimized: label-smoothed)")
+    axes[0].plot([], [], color="gray", linestyle="--", marker="o",
+                 label="validation (loss: cross-entropy alone)")
     axes[0].legend(fontsize=8, handlelength=3)
     if any(run.get(f"val_{metric}_by_language") for run in runs):
         axes[1].legend(fontsize=8, handlelength=3)  # the languages' markers

@@ -121,13 +121,14 @@ class TrainingProgress:
 
 
 class TokenRate:
-    """Target tokens per second over the last `steps` steps."""
+    """Target tokens per second over the last `steps` steps: the time they took, not that of
+    the validations between them (which once made every validation look like a slowdown)."""
 
     def __init__(self, steps: int = 20):
         self.window: deque[tuple[float, int]] = deque(maxlen=steps)
 
-    def add(self, elapsed: float, tokens: int) -> float:
-        """Record a step that ended `elapsed` seconds into training; returns the rate."""
-        self.window.append((elapsed, tokens))
-        span = self.window[-1][0] - self.window[0][0]
-        return sum(n for _, n in list(self.window)[1:]) / span if span > 0 else 0.0
+    def add(self, seconds: float, tokens: int) -> float:
+        """Record a step of `tokens` target tokens that took `seconds`; returns the rate."""
+        self.window.append((seconds, tokens))
+        spent = sum(s for s, _ in self.window)
+        return sum(n for _, n in self.window) / spent if spent > 0 else 0.0

@@ -218,18 +218,20 @@ class Trainer:
         elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
             return  # it was stopped at a step due for validation: that validation comes first
         started = time.monotonic() - p.train_time
+        step_began = time.monotonic()  # the next step's, after any validation or save
         prefetch = lambda update: self.batches.prefetch(self.world.share(update)[0])  # noqa: E731
         for update, epoch_fraction in p.updates(self.epoch_batches, t.accum * self.world.size,
                                                 t, prefetch):
             self.updater.done = p.fraction_done(t, epoch_fraction)  # for the linear schedule
             loss, tokens = self.train_step(update)
-            p.train_time = time.monotonic() - started
+            now = time.monotonic()
+            p.train_time = now - started
             if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
                 stop, p.train_time = self.world.maximum(float(bool(received)), p.train_time)
                 received += [signal.SIGTERM] if stop and not received else []
             taken = self.count_step(loss)
             if taken:
-                self.log_step(loss, tokens, speed.add(p.train_time, tokens), epoch_fraction)
+                self.log_step(loss, tokens, speed.add(now - step_began, tokens), epoch_fraction)
             if received:
                 self.save(best=False)
                 return
@@ -237,6 +239,7 @@ class Trainer:
                 return
             if p.limit_reached(t):
                 break
+            step_began = time.monotonic()
         if p.validated_at != p.step:
             self.validate_and_save()
 

@@ -330,6 +330,10 @@ def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):
     older = {**printed["runs"][0], "val_chrf": [None] * len(printed["runs"][0]["val_steps"])}
     pictures.draw_curves([older], tmp_path / "older.png", "chrf")  # logged no chrF: a gap
     assert_real_picture(tmp_path / "older.png", *pictures.CURVES_SIZE)
+    # the two losses are told apart: a smoothed one is not the validation's plain one
+    text = pictures.draw_curves(printed["runs"], tmp_path / "curves.svg").read_text()
+    assert "training (loss as optimized: label-smoothed)" in text
+    assert "validation (loss: cross-entropy alone)" in text
 
 
 def strict_json(text: str):

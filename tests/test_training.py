@@ -122,6 +122,41 @@ def test_validation_pairs_longer_than_the_model_reads_are_reported(small_corpus,
                         r" the validation loss leaves them out, .*", messages[12][0])
 
 
+def test_tokens_per_second_count_the_steps_and_not_the_validations(small_corpus, tmp_path,
+                                                                    monkeypatch):
+    """On a clock where each step takes 0.5 s and each validation 100 s, every logged rate is
+    the tokens of the last 20 steps over their 0.5 s each: none dips after a validation (a
+    validation once made the next 20 steps look 40% slower), and the first is not 0."""
+    from types import SimpleNamespace
+
+    from nmt_cli import training
+
+    clock = [0.0]
+    monkeypatch.setattr(training, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    train_step, validate = Trainer.train_step, Trainer.validate_and_save
+
+    def timed_step(self, update):
+        clock[0] += 0.5
+        return train_step(self, update)
+
+    def timed_validation(self):
+        clock[0] += 100.0
+        return validate(self)
+
+    monkeypatch.setattr(Trainer, "train_step", timed_step)
+    monkeypatch.setattr(Trainer, "validate_and_save", timed_validation)
+    events = []
+    Trainer(small_config(small_corpus, max_steps=30, validate_every=10), prepare_run_dir(
+        tmp_path / "run"), events.append).run()
+    steps = [e for e in events if e["kind"] == "step"]
+    assert [e["step"] for e in steps] == list(range(1, 31))
+    for i, event in enumerate(steps):
+        window = steps[max(0, i - 19): i + 1]
+        expected = sum(e["tokens"] for e in window) / (0.5 * len(window))
+        assert event["tokens_per_s"] == pytest.approx(expected)
+    assert steps[-1]["elapsed"] == pytest.approx(30 * 0.5 + 2 * 100.0)  # validations count
+
+
 def test_a_run_without_a_limit_says_so(small_corpus, tmp_path):
     config = small_config(small_corpus, max_steps=0, patience=3)
     events = []
