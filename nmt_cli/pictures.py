@@ -90,13 +90,25 @@ def draw_attention(maps: dict, path: Path | str) -> Path:
     columns = title_columns(width)
     translation = textwrap.shorten(maps["translation"], 3 * columns, placeholder=" …")
     title = textwrap.fill(f"“{translation}”", columns)
-    heads = maps.get("alignment_heads") or 0  # 0: every head (and so in maps made before)
-    read = {0: "heads averaged", 1: "head 1"}.get(heads, f"heads 1-{heads} averaged")
     aligned = ("" if not maps.get("alignment_cells") else "\n" + textwrap.fill(
-        f"red squares: word alignment (layer {maps['alignment_layer']}, {read})", columns))
+        f"red squares: word alignment ({alignment_read(maps)})", columns))
     figure.suptitle(f"{maps['run']}: {maps['model']}, {maps['kind']} attention\n{title}{aligned}",
                     fontsize=10)
     return save(figure, path)
+
+
+def alignment_read(maps: dict) -> str:
+    """The attention word alignment reads: a layer's heads, or a GRU's one attention."""
+    if gru(maps):
+        return "its one attention"
+    heads = maps.get("alignment_heads") or 0  # 0: every head (and so in maps made before)
+    read = {0: "heads averaged", 1: "head 1"}.get(heads, f"heads 1-{heads} averaged")
+    return f"layer {maps['alignment_layer']}, {read}"
+
+
+def gru(maps: dict) -> bool:
+    """Whether the maps are a GRU's: one attention, without layers or heads."""
+    return maps["model"].startswith("gru")
 
 
 def attention_grid(maps: dict) -> tuple[int, int, float]:
@@ -120,7 +132,7 @@ def attention_figure_size(maps: dict) -> tuple[float, float]:
 def draw_heatmap(ax, panel: dict, maps: dict, cell: float, labels: tuple[bool, bool]):
     """One map; `labels`: whether to name the pieces along x and along y (outer panels
     only: every panel of a figure has the same pieces)."""
-    font = max(4.0, min(7.0, cell * 34))  # points: smaller cells, smaller labels
+    font = max(6.0, min(7.0, cell * 34))  # points: smaller cells, smaller labels, to 6 pt
     image = ax.imshow(panel["weights"], cmap=COLOR_MAP, vmin=0.0, vmax=1.0,
                       interpolation="nearest", aspect="equal")
     if maps.get("alignment_cells"):  # a square around each cell, as wide as the cell
@@ -128,17 +140,24 @@ def draw_heatmap(ax, panel: dict, maps: dict, cell: float, labels: tuple[bool, b
         ax.scatter(columns, rows, marker="s", s=(cell * 72 * 0.85) ** 2, facecolors="none",
                    edgecolors=ALIGNMENT_COLOR, linewidths=max(0.4, cell * 4))
     x_name, y_name = AXIS_NAMES[maps["kind"]]
+    # where a cell is less high than a label, every k-th piece is named, so that none overlap
+    every = max(1, math.ceil(font / 72 * 1.15 / cell))
     if labels[0]:
-        ax.set_xticks(range(len(maps["columns"])), maps["columns"], rotation=90, fontsize=font)
-        ax.set_xlabel(x_name, fontsize=8)
+        shown = range(0, len(maps["columns"]), every)
+        ax.set_xticks(shown, [maps["columns"][i] for i in shown], rotation=90, fontsize=font)
+        ax.set_xlabel(x_name if every == 1 else f"{x_name} (one piece in {every} named)",
+                      fontsize=8)
     else:
         ax.set_xticks([])
     if labels[1]:
-        ax.set_yticks(range(len(maps["rows"])), maps["rows"], fontsize=font)
-        ax.set_ylabel(y_name, fontsize=8)
+        shown = range(0, len(maps["rows"]), every)
+        ax.set_yticks(shown, [maps["rows"][i] for i in shown], fontsize=font)
+        ax.set_ylabel(y_name if every == 1 else f"{y_name} (one piece in {every} named)",
+                      fontsize=8)
     else:
         ax.set_yticks([])
-    ax.set_title(f"layer {panel['layer']}, head {panel['head']}", fontsize=9)
+    if not gru(maps):  # a GRU has one attention: no layer or head to name
+        ax.set_title(f"layer {panel['layer']}, head {panel['head']}", fontsize=9)
     return image
 
 

@@ -29,6 +29,15 @@ def surface(piece: str) -> str:
     return piece.removeprefix(WORD_START)
 
 
+def map_label(piece: str) -> str:
+    """How a word map names a piece: a word's first piece as the word ("dog" for "▁dog"), a
+    piece from inside a word marked as BERT's vocabularies mark one ("##s" for "s"), and the
+    bare "▁" as it is; so that no two pieces share a label."""
+    if piece == WORD_START or not piece.startswith(WORD_START):
+        return piece if piece == WORD_START else f"##{piece}"
+    return surface(piece)
+
+
 def read_vectors(path: Path, dim: int | None = None,
                  wanted: set[str] | None = None) -> dict[str, np.ndarray]:
     """The vectors of a text-format file, of the `wanted` words only (all if None). Every

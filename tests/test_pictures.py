@@ -310,6 +310,33 @@ def test_svg_output_is_xml(runs, tmp_path):
                     str(tmp_path / "gru.svg"))
     assert result.exit_code == 0, result.output
     assert ET.parse(tmp_path / "gru.svg").getroot().tag.endswith("svg")
+    text = (tmp_path / "gru.svg").read_text()  # the SVG names its texts in comments
+    assert "gru (additive)" in text and "head 1" not in text  # a GRU has no layers or heads
+
+
+def synthetic_maps(rows: int, columns: int, layers: int, heads: int) -> dict:
+    """AttentionMaps.to_json() of a Transformer: uniform weights, pieces named p0, p1, ..."""
+    names = [f"p{i}" for i in range(max(rows, columns))]
+    weights = [[1 / columns] * columns for _ in range(rows)]
+    return {"run": "run", "model": "transformer", "kind": "cross", "translation": "x",
+            "source": names[:columns], "output": names[:rows], "rows": names[:rows],
+            "columns": names[:columns], "num_layers": layers, "num_heads": heads,
+            "maps": [{"layer": layer, "head": head, "weights": weights}
+                     for layer in range(1, layers + 1) for head in range(1, heads + 1)]}
+
+
+def test_the_pieces_of_a_long_sentence_are_named_where_their_labels_fit(tmp_path):
+    """Labels no smaller than 6 points: where a cell is less high than that, one piece in k
+    is named (labels of 4 points once overlapped into a smear on 96 pieces, layer all)."""
+    short = pictures.draw_attention(synthetic_maps(8, 10, 1, 1), tmp_path / "short.svg")
+    text = short.read_text()
+    assert all(f"<!-- p{i} -->" in text for i in range(10)) and "named)" not in text
+    long = pictures.draw_attention(synthetic_maps(58, 96, 3, 5), tmp_path / "long.svg")
+    text = long.read_text()
+    every = next(k for k in range(2, 10) if f"source (one piece in {k} named)" in text)
+    assert f"output (one piece in {every} named)" in text
+    shown = [i for i in range(96) if f"<!-- p{i} -->" in text]
+    assert shown == list(range(0, 96, every))
 
 
 def test_plot_overlays_runs_and_json_gives_their_series(runs, tmp_path):

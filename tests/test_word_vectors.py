@@ -189,6 +189,15 @@ def test_a_word_map_draws_the_words_and_their_neighbours(small_corpus, tmp_path)
     assert missing.exit_code == 1 and "no vector for 'plum'" in missing.output
 
 
+def test_a_word_map_names_the_pieces_of_a_word_apart():
+    """"▁shirt" (the word) and "shirt" (inside "T-shirt") were both labelled "shirt", and
+    both drawn as the query when it was one of them; the bare "▁" had no label at all."""
+    from nmt_cli.word_vectors import map_label
+
+    pieces = ["▁shirt", "shirt", "▁", "s", "▁T"]
+    assert [map_label(piece) for piece in pieces] == ["shirt", "##shirt", "▁", "##s", "T"]
+
+
 def test_a_word_map_keeps_the_labels_of_close_points_apart():
     from nmt_cli.pictures import overlap, word_map_figure
 

@@ -91,7 +91,7 @@ def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
              found: list[Neighbour], words: list[str], output: Path) -> dict:
     """Draw `query`, its neighbours and `words` on their first two principal components;
     what was drawn, as JSON."""
-    from ..word_vectors import file_vectors, principal_components, run_vectors, surface
+    from ..word_vectors import file_vectors, map_label, principal_components, run_vectors
 
     drawn = ([query] if query else []) + [n.label for n in found]
     if vectors is not None:
@@ -101,10 +101,11 @@ def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
     if len(labels) < 3:
         raise UserError(f"-o {output}: a map needs three words or more (got {len(labels)})")
     coords, explained = principal_components(matrix)
-    points = [{"label": surface(label), "x": x, "y": y}  # "dog" for the piece "▁dog"
+    named = str if vectors is not None else map_label  # a file's words as they are
+    points = [{"label": named(label), "x": x, "y": y}  # "dog" for the piece "▁dog"
               for label, (x, y) in zip(labels, coords.tolist())]
     source = vectors.name if vectors is not None else f"{loaded.path.name} ({side} side)"
     draw_word_map(points, output, f"{source}: the first two principal components hold "
                   f"{100 * explained[0]:.0f}% and {100 * explained[1]:.0f}% of the variance",
-                  surface(query) if query else None)
+                  named(query) if query else None)
     return {"picture": str(output), "explained": explained, "points": points}
