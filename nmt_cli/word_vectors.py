@@ -33,9 +33,9 @@ def map_label(piece: str) -> str:
     """How a word map names a piece: a word's first piece as the word ("dog" for "▁dog"), a
     piece from inside a word marked as BERT's vocabularies mark one ("##s" for "s"), and the
     bare "▁" as it is; so that no two pieces share a label."""
-    if piece == WORD_START or not piece.startswith(WORD_START):
-        return piece if piece == WORD_START else f"##{piece}"
-    return surface(piece)
+    if piece == WORD_START:
+        return piece
+    return surface(piece) if piece.startswith(WORD_START) else f"##{piece}"
 
 
 def read_vectors(path: Path, dim: int | None = None,
