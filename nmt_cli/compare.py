@@ -31,6 +31,7 @@ from sacrebleu.significance import PairedTest
 from .config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from .data import read_lines
 from .errors import UserError
+from .languages import checked_sources
 from .translate import Translator
 
 TEST_TYPES = {"bootstrap": "bs", "ar": "ar"}  # sacreBLEU's names
@@ -79,8 +80,12 @@ def load_systems(paths: list[Path], ref: Path, src: Path | None = None,
             if sources is None:
                 raise UserError(f"{path} is a directory: a run directory needs --src to "
                                 "translate")
-            translator = Translator.from_run(path, (decode or DecodeConfig()).device,
-                                             quantize=quantize)
+            decode = decode or DecodeConfig()
+            translator = Translator.from_run(path, decode.device, quantize=quantize)
+            # every line into the language the reference is in, as eval checks it
+            tag = translator.language_tag(decode, required=True)
+            list(checked_sources(sources, tag, translator.target_languages, f"{src}:",
+                                 strict=True))
             lines = translator.translate(sources, decode)
         else:
             lines = read_lines(path)
@@ -128,7 +133,7 @@ def scored_alike(systems: list[tuple[str, list[str]]], references: list[str],
     of every sentence (the counts the significance tests resample) equal the first system's."""
     found: list[set[str]] = [set() for _ in systems]
     for name, metric in zip(names, metrics().values()):
-        # the statistics as sacreBLEU's PairedTest extracts them: an array per system
+        # the statistics as sacreBLEU's PairedTest extracts them: a list, one per sentence
         first = metric._extract_corpus_statistics(systems[0][1], [references])
         for index, (_, lines) in enumerate(systems[1:], 1):
             if lines == systems[0][1] or metric._extract_corpus_statistics(

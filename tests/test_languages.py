@@ -315,6 +315,10 @@ def test_lines_that_name_their_language_from_stdin_eval_score_and_python(toy_run
         one_line_error(invoke(*command, "--run", str(toy_run), "--tgt-lang", "copy"),
                        f"{src}:2: <2rev>: the line asks for another language than --tgt-lang "
                        "'copy'")
+    # so does compare, which translated that line into "rev" and scored it against "copy"
+    one_line_error(invoke("compare", str(toy_run), str(toy_run), "--src", str(src), "--ref",
+                          str(ref), "--tgt-lang", "copy"),
+                   f"{src}:2: <2rev>: the line asks for another language than --tgt-lang 'copy'")
     translator = Translator.from_run(toy_run, "cpu")
     assert translator.translate([f"<2rev> {test['src'][0]}"], DecodeConfig(
         beam=2, tgt_lang="copy")) == [test["rev"][0]]
