@@ -51,7 +51,14 @@ from .config import (
     apply_overrides,
     check_alignment_files,
 )
-from .data import EncodedText, ParallelText, encode_parallel, find_split_file, iter_lines
+from .data import (
+    SPLITS,
+    EncodedText,
+    ParallelText,
+    encode_parallel,
+    find_split_file,
+    iter_lines,
+)
 from .errors import UserError, in_file
 from .files import atomic_write
 from .guided_alignment import (
@@ -408,7 +415,9 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
                         "data.max_len_ratio, uneven)")
-    for path in val_paths + files_of_test_split(data_dir, (src_lang, *target_languages(tgt_lang))):
+    languages = (src_lang, *target_languages(tgt_lang))
+    remove_split_copies(out_dir, languages)
+    for path in val_paths + files_of_test_split(data_dir, languages):
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
             "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
@@ -422,6 +431,18 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         del info["links"], info["unlinked"]
     atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
+
+
+def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:
+    """Remove the validation and test files an earlier prepare copied into `out_dir`: left
+    there, they would be found before (val.en before val.en.gz) or instead of the new ones."""
+    for lang in languages:
+        for split in ("val", "test"):
+            for name in SPLITS[split]:
+                for path in (out_dir / f"{name}.{lang}", out_dir / f"{name}.{lang}.gz"):
+                    path.unlink(missing_ok=True)
+        for path in [*out_dir.glob(f"test_*.{lang}"), *out_dir.glob(f"test_*.{lang}.gz")]:
+            path.unlink()
 
 
 def files_of_test_split(data_dir: Path, languages: tuple[str, ...]) -> list[Path]:

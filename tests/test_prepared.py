@@ -84,6 +84,28 @@ def test_a_corpus_prepared_again_with_another_tokenizer_is_not_resumed_on(corpus
     assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
 
 
+def test_a_corpus_prepared_again_leaves_no_split_of_the_one_before(corpus, tmp_path):
+    """Prepared again (--force) from a corpus with gzipped validation files and no test split,
+    the folder held the old val.en beside the new val.en.gz, and val.en was read; and the old
+    test split, which `nmt eval` scored."""
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(corpus, first)
+    shutil.copytree(corpus, second)
+    for lang in ("en", "de"):
+        (first / f"test.{lang}").write_text("".join(f"{line}\n" for line in read_sample(
+            "test", lang, 5)), encoding="utf-8")
+        (second / f"val.{lang}").unlink()
+        subprocess.run(["gzip", "-c", str(corpus / f"val.{lang}")], check=True,
+                       stdout=(second / f"val.{lang}.gz").open("wb"))
+    out = tmp_path / "prepared"
+    prepare(first, out, "en", "de", config.tokenizer, 30)
+    assert {"val.en", "test.en", "test.de"} <= {p.name for p in out.iterdir()}
+    prepare(second, out, "en", "de", config.tokenizer, 30, replace=True)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(("val.", "test"))) == [
+        "val.de.gz", "val.en.gz"]
+
+
 def test_a_run_on_a_prepared_corpus_is_scored_on_the_test_split_copied_there(corpus, prepared,
                                                                             tmp_path):
     """The test files go with the validation files (none when the corpus has no test
