@@ -61,6 +61,10 @@ def adopt_parent(config: Config, parent: Path) -> tuple[Config, list[str]]:
     """`config` with the parent's model settings (but OWN_MODEL_SETTINGS) and the settings its
     tokenizer was made with; also the settings that changed, as `section.key=value`."""
     theirs = read_config(parent)[0]
+    if config.data.max_len > (most := theirs.model.max_positions):
+        raise UserError(f"--finetune {parent}: its model reads at most {most} tokens "
+                        f"(model.max_positions), fewer than data.max_len {config.data.max_len}"
+                        f"; give --set data.max_len={most}")
     model = dataclasses.replace(
         theirs.model, src_embeddings="", tgt_embeddings="",  # loaded once, into the parent
         **{key: getattr(config.model, key) for key in OWN_MODEL_SETTINGS})

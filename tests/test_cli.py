@@ -446,6 +446,16 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
                    "leave model.src_embeddings")
     one_line_error(invoke("train", "--resume", str(trained_run), "--finetune", str(trained_run)),
                    "--finetune apply to new runs only")
+    # a Transformer parent trained on with the GRU preset's settings, silently, before
+    one_line_error(invoke("train", *data, "--finetune", str(trained_run), "--arch", "gru"),
+                   f"--arch gru: --finetune {trained_run} is a transformer run")
+    short = tmp_path / "short"  # a parent that reads at most 64 tokens
+    assert invoke("train", *data, "--run", str(short), "--max-steps", "1", "--batch-tokens",
+                  "1024", *TINY_SETTINGS, "--set", "model.max_positions=64", "--set",
+                  "data.max_len=60").exit_code == 0
+    one_line_error(invoke("train", *data, "--finetune", str(short)),
+                   f"--finetune {short}: its model reads at most 64 tokens (model.max_positions),"
+                   " fewer than data.max_len 100; give --set data.max_len=64")
     prepared = tmp_path / "prepared"  # ids of a tokenizer other than the parent's
     result = invoke("data", "prepare", *data, "--out", str(prepared),
                     "--set", "tokenizer.vocab_size=250")

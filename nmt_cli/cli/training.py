@@ -102,6 +102,11 @@ def train(
                         "and --finetune apply to new runs only")
     if finetune is not None and resume is None and preset_name is None and arch is None:
         options["model.arch"] = parent_arch(finetune)  # its family's preset
+    elif finetune is not None and arch is not None and parent_arch(finetune) not in (
+            None, arch.value):  # it would train the parent's model with another's settings
+        raise UserError(f"--arch {arch.value}: --finetune {finetune} is a "
+                        f"{parent_arch(finetune)} run, and a fine-tuned run keeps its parent's "
+                        "model")
     if dump_config:
         print(to_toml(settings_to_train(resume, preset_name, config_file, settings, options)),
               end="")
