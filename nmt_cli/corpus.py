@@ -60,7 +60,7 @@ class TrainingCorpus:
     @functools.cached_property
     def val_rows(self) -> dict[str, list[int]]:
         """The validation rows of each target language, found once."""
-        return rows_by_language(self.val_text.src, self.config.data.tgt_lang)
+        return rows_by_language(self.val_text.parts, self.config.data.tgt_lang)
 
     def target_lengths(self) -> np.ndarray:
         """Of the pairs as the epoch reads them: read once an epoch, not per step."""

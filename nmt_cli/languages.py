@@ -93,18 +93,12 @@ def interleaved(groups: dict[str, list[int]], count: int) -> list[int]:
     return [rows[i] for i in range(count) for rows in groups.values() if i < len(rows)][:count]
 
 
-def rows_by_language(sources: list[str], tgt_lang: str) -> dict[str, list[int]]:
-    """The rows of each target language among tagged sources (every row for one language;
-    a blank source, having no tag, in none)."""
-    languages = target_languages(tgt_lang)
-    if len(languages) == 1:
-        return {languages[0]: list(range(len(sources)))}
-    rows: dict[str, list[int]] = {language: [] for language in languages}
-    by_tag = dict(zip(language_tags(tgt_lang), languages))
-    for row, source in enumerate(sources):
-        language = by_tag.get(source.partition(" ")[0])
-        if language is not None:
-            rows[language].append(row)
+def rows_by_language(parts: list[int], tgt_lang: str) -> dict[str, list[int]]:
+    """The rows of each target language of pairs read by data.load_split, which reads those of
+    each in turn (`parts`: how many each has), blank lines too (they hold no tag)."""
+    rows, start = {}, 0
+    for language, count in zip(target_languages(tgt_lang), parts, strict=True):
+        rows[language], start = list(range(start, start + count)), start + count
     return rows
 
 

@@ -18,7 +18,7 @@ from test_cli import invoke, one_line_error
 from nmt_cli.config import DecodeConfig, TokenizerConfig, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split, uneven
 from nmt_cli.errors import UserError
-from nmt_cli.languages import checked_sources, source_line
+from nmt_cli.languages import checked_sources, rows_by_language, source_line
 from nmt_cli.prepared import open_prepared, prepare
 from nmt_cli.service import ApiError, ServeConfig, parse_query
 from nmt_cli.tokenizer import Tokenizer
@@ -145,6 +145,10 @@ def test_each_language_is_read_in_turn_behind_its_tag(two_targets):
     assert text.src[201] == "<2fr> " + read_sample("train", "en", 1)[0]
     assert text.src[200] == text.src[401] == ""  # a blank source stays blank, to be skipped
     assert text.tgt[201:] == read_sample("train", "en", 200) + ["y"]
+    # Each language's rows, for its validation scores: its blank-source pair too (no tag
+    # tells its language, but it is read in that language's turn).
+    assert rows_by_language(text.parts, "de,fr") == {"de": list(range(201)),
+                                                     "fr": list(range(201, 402))}
 
 
 def test_a_prepared_corpus_holds_what_encoding_the_text_gives(two_targets, tmp_path):
