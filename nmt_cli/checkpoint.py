@@ -1,6 +1,7 @@
 """A self-describing run directory: everything needed to translate, or to go on training.
 
-    config.json          the resolved configuration and vocabulary sizes
+    config.json          the resolved configuration, vocabulary sizes and a record of the
+                         training and validation pairs (corpus.py), checked on resuming
     spm.model            the tokenizer (spm.src.model + spm.tgt.model when not joint)
     model.safetensors    the best weights by validation BLEU, or train.best_metric (what
                          translation uses)
@@ -79,12 +80,16 @@ def prepare_run_dir(run_dir: Path) -> Path:
     return run_dir
 
 
-def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer) -> None:
+def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer,
+                corpus: dict[str, dict[str, Any]] | None = None) -> None:
+    """config.json: the run's settings, vocabulary sizes and the record of the pairs it trains
+    and validates on (corpus.corpus_record)."""
     description = {
         "nmt_version": __version__,
         "config": to_dict(config),
         "vocab": {"src": tokenizer.src_vocab_size, "tgt": tokenizer.tgt_vocab_size,
                   "joint": tokenizer.joint},
+        **({"corpus": corpus} if corpus else {}),
     }
     atomic_write_text(run_dir / CONFIG_FILE, json.dumps(description, indent=2) + "\n")
 
@@ -230,6 +235,23 @@ def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
             return from_dict(description["config"]), vocab
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{path}: unreadable run config ({e})") from None
+
+
+def corpus_record(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The record of the pairs a run began with, from its config.json (none in a run made
+    before it was kept)."""
+    path = run_dir / CONFIG_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8")).get("corpus", {})
+    except (OSError, ValueError, AttributeError) as e:
+        raise UserError(f"{path}: unreadable run config ({e})") from None
+    if not (isinstance(record, dict) and all(
+            isinstance(split, dict) and type(split.get("pairs", 0)) is int
+            and all(type(value) in (int, str) for value in split.values())
+            for split in record.values())):
+        raise UserError(f"{path}: \"corpus\" must hold a record of numbers and digests for "
+                        "each split")
+    return record
 
 
 def check_run_dir(run_dir: Path) -> None:

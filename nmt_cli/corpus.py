@@ -9,14 +9,22 @@ detokenized translations.
 Under subword regularization (tokenizer.sampling_alpha) each epoch reads the plain training text
 segmented anew, a draw of its own that the seed and the epoch fix (so a resumed run reads the
 same pieces).
+
+A run records the pairs it began with (corpus_record, in its config.json): their number and a
+SHA-256 of them, as text or as prepared ids. Resumed, it checks that it reads the same ones:
+other training pairs would give it other batches, and other validation pairs another early
+stop and schedule, so it would not go on as it began.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +64,7 @@ class TrainingCorpus:
     text: ParallelText | None = None  # under subword sampling: the kept pairs as text,
     best: EncodedText | None = None  # and their best segmentations
     tgt_lengths: np.ndarray | None = None
+    record: dict[str, dict[str, Any]] | None = None  # corpus_record
 
     @functools.cached_property
     def val_rows(self) -> dict[str, list[int]]:
@@ -91,11 +100,12 @@ class TrainingCorpus:
 
 
 def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: bool,
-                         report: Callable[[str], None], parent: Path | None = None
-                         ) -> TrainingCorpus:
+                         report: Callable[[str], None], parent: Path | None = None,
+                         recorded: dict[str, dict[str, Any]] | None = None) -> TrainingCorpus:
     """Read the corpus of `config.data`. A new run's tokenizer is trained into `run_dir` by
     rank 0, or copied there: from a prepared corpus, or from the `parent` run it fine-tunes
-    (finetune.py). Every rank then loads it from there."""
+    (finetune.py). Every rank then loads it from there. A resumed run's corpus must hold the
+    pairs `recorded` when it began (none recorded: not checked)."""
     data = config.data
     folder = corpus_dir(data.data_dir)
     is_prepared = prepared.is_prepared(folder)
@@ -103,7 +113,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"
                         " subword sampling segments text, so it needs the plain-text corpus")
     if is_prepared:  # before its files are looked for
-        prepared.check_pair(folder, data.src_lang, data.tgt_lang)
+        info = prepared.check_pair(folder, data.src_lang, data.tgt_lang)
     if parent is not None:
         check_tags(Tokenizer.load(parent), data.tgt_lang, f"--finetune {parent}",
                    "fine-tune it into the languages it knows")
@@ -123,6 +133,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
             raise UserError(f"{folder}: prepared again with another tokenizer than this run's: "
                             f"prepare it as before (nmt data prepare --tokenizer {run_dir}), "
                             "or start a new run")
+    record = corpus_record(info if is_prepared else train_text, val_text)
+    if not new_run:
+        check_same_pairs(recorded or {}, record, folder, run_dir)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
             copy_tokenizer(folder if is_prepared else parent, run_dir)
@@ -170,10 +183,50 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                "loss leaves them out, and BLEU and chrF score their translations of the "
                "sources cut to that length")
     if not config.tokenizer.sampling_alpha:
-        return TrainingCorpus(tokenizer, train, val_text, val, config)
+        return TrainingCorpus(tokenizer, train, val_text, val, config, record=record)
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
-    return TrainingCorpus(tokenizer, train, val_text, val, config, kept, train)
+    return TrainingCorpus(tokenizer, train, val_text, val, config, kept, train, record=record)
+
+
+def corpus_record(train: ParallelText | dict, val: ParallelText) -> dict[str, dict[str, Any]]:
+    """What a run records of its training pairs, read as text or prepared (`train`: the
+    corpus's prepared.json), and of its validation pairs."""
+    if isinstance(train, ParallelText):
+        return {"train": text_record(train), "val": text_record(val)}
+    made = {key: train[key] for key in ("pairs", "src_ids", "tgt_ids", "sha256") if key in train}
+    return {"train": {"kind": "prepared", **made}, "val": text_record(val)}  # sha256: of its ids
+
+
+def text_record(text: ParallelText, lines: int = 10_000) -> dict[str, Any]:
+    """The number of pairs and the SHA-256 of their lines, a source line then its target line,
+    each ended by a newline (which no line holds)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text.src), lines):
+        pairs = zip(text.src[start : start + lines], text.tgt[start : start + lines])
+        digest.update("".join(f"{line}\n" for line in itertools.chain.from_iterable(pairs))
+                      .encode("utf-8", "surrogatepass"))
+    return {"kind": "text", "pairs": len(text.src), "sha256": digest.hexdigest()}
+
+
+def check_same_pairs(recorded: dict[str, dict[str, Any]], record: dict[str, dict[str, Any]],
+                     folder: Path, run_dir: Path) -> None:
+    """The pairs a resumed run reads are those it `recorded` when it began (what both records
+    hold is compared: a corpus prepared before prepared.json held a digest has only counts)."""
+    for split, then in recorded.items():
+        now = record.get(split, {})
+        differ = {key for key in then.keys() & now.keys() if then[key] != now[key]}
+        if not differ:
+            continue
+        if "kind" in differ:
+            what = f"{then['kind']} then, {now['kind']} now"
+        elif "pairs" in differ:
+            what = f"{then['pairs']:,} pairs then, {now['pairs']:,} now"
+        else:
+            what = "as many, but others"
+        raise UserError(f"{folder}: its {split} pairs are not those this run began with "
+                        f"({what}): resume it on those, or train on these from its weights "
+                        f"(--finetune {run_dir})")
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

@@ -11,8 +11,9 @@ that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a tim
     val.SRC, val.TGT                the validation text, copied as it was
     test.SRC, test.TGT              the test text, likewise, when DIR has one in every
                                     language (what `nmt eval` scores by default)
-    prepared.json                   languages, counts and settings (the tokenizer's too);
-                                    written last
+    prepared.json                   languages, counts and settings (the tokenizer's too),
+                                    and the SHA-256 of the files' contents, which a run
+                                    records to resume on the same pairs; written last
 
 With `--alignments FILE` (a file for each target language: guided_alignment.py), the word
 links of each kept pair are checked and written beside them:
@@ -33,6 +34,7 @@ np.int64, "r").reshape(-1, 4) reads the index.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -410,8 +412,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     # a kept pair's words, each a piece or more, number fewer than max_len
     link_dtype = (np.uint16 if max_len <= 2**16 else np.uint32) if alignments else None
     pairs = linked_pairs(files, alignments) if alignments else tagged_pairs(files)
-    counts = write_id_files(pairs, tokenizer, max_len, max_ratio,
-                            IdFileWriter(out_dir, dtype, link_dtype))
+    writer = IdFileWriter(out_dir, dtype, link_dtype)
+    counts = write_id_files(pairs, tokenizer, max_len, max_ratio, writer)
     if not counts.pairs:
         raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
                         "data.max_len_ratio, uneven)")
@@ -421,7 +423,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         shutil.copyfile(path, out_dir / path.name)
     info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
             "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
-            **asdict(counts),
+            **asdict(counts), "sha256": writer.digest.hexdigest(),
             "source": str(data_dir.resolve()),
             "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
     if alignments:
@@ -500,9 +502,14 @@ class IdFileWriter:
         self.link_dtype = link_dtype  # with word links, the type of their positions
         self.names = self.NAMES + ((LINKS, LINK_INDEX) if link_dtype else ())
         self.files = [open(self.temporary(name), "wb") for name in self.names]
+        self.digest = hashlib.sha256()  # of all it writes: what a run records of its pairs
 
     def temporary(self, name: str) -> Path:
         return self.out_dir / f".{name}.tmp"
+
+    def put(self, file: int, data: bytes) -> None:
+        self.files[file].write(data)
+        self.digest.update(data)
 
     def write(self, encoded: EncodedText, links: list[np.ndarray] | None = None,
               unlinked: int = 0) -> None:
@@ -512,13 +519,13 @@ class IdFileWriter:
         src_offsets, src_lengths, c.src_ids = self.append_ids(0, encoded.src, c.src_ids)
         tgt_offsets, tgt_lengths, c.tgt_ids = self.append_ids(1, encoded.tgt, c.tgt_ids)
         rows = np.stack([src_offsets, src_lengths, tgt_offsets, tgt_lengths], axis=1)
-        self.files[2].write(rows.astype(np.int64).tobytes())  # (pairs, 4)
+        self.put(2, rows.astype(np.int64).tobytes())  # (pairs, 4)
         if links:
             counts = np.fromiter(map(len, links), dtype=np.int64, count=len(links))
             offsets = 2 * (c.links + np.cumsum(counts) - counts)  # in positions, two a link
-            self.files[3].write(np.concatenate(links).astype(self.link_dtype).tobytes())
+            self.put(3, np.concatenate(links).astype(self.link_dtype).tobytes())
             rows = np.stack([offsets, 2 * counts], axis=1)
-            self.files[4].write(rows.astype(np.int64).tobytes())  # (pairs, 2)
+            self.put(4, rows.astype(np.int64).tobytes())  # (pairs, 2)
             c.links, c.unlinked = c.links + int(counts.sum()), c.unlinked + unlinked
         c.pairs += len(encoded.src)
         c.empty += encoded.empty
@@ -532,7 +539,7 @@ class IdFileWriter:
         offsets = written + np.cumsum(lengths) - lengths
         ids = np.fromiter((i for sentence in sentences for i in sentence), dtype=self.dtype,
                           count=int(lengths.sum()))
-        self.files[file].write(ids.tobytes())
+        self.put(file, ids.tobytes())
         return offsets, lengths, written + int(lengths.sum())
 
     def commit(self) -> None:

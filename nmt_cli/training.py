@@ -60,12 +60,14 @@ class Trainer:
             config, changed = finetune.adopt_parent(config, parent)
             self.emit(info(f"fine-tuning {parent}: from its weights and tokenizer"
                            + (f"; its settings {', '.join(changed)}" if changed else "")))
+        recorded = checkpoint.corpus_record(run_dir) if state is not None else None
         self.corpus = load_training_corpus(config, run_dir, self.world, state is None,
-                                           lambda message: self.emit(info(message)), parent)
+                                           lambda message: self.emit(info(message)), parent,
+                                           recorded)
         config = self.config = self.corpus.config
         tokenizer = self.corpus.tokenizer
         if self.world.is_main:
-            checkpoint.save_config(run_dir, config, tokenizer)
+            checkpoint.save_config(run_dir, config, tokenizer, self.corpus.record)
         vocab = tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.joint
         self.model = build_model(config.model, *vocab).to(self.device)
         fast_kernels(self.device)
@@ -305,8 +307,7 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
     before = checkpoint.read_config(run_dir)[0].data.data_dir
     if before != config.data.data_dir:  # a corpus moved elsewhere
         on_event(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'}"
-                      f" (it was {before or 'the bundled sample'}); the run goes on exactly only "
-                      "if its files are the same"))
+                      f" (it was {before or 'the bundled sample'})"))
     if distributed.init(resolve_device(config.train.device)).is_main:
         checkpoint.remove_partial_writes(run_dir)
     with stop_at_once():

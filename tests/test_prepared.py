@@ -84,6 +84,30 @@ def test_a_corpus_prepared_again_with_another_tokenizer_is_not_resumed_on(corpus
     assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
 
 
+def test_a_corpus_prepared_again_from_other_pairs_is_not_resumed_on(corpus, tmp_path):
+    """With the run's tokenizer but another data.max_len, or from text with a word changed,
+    it holds other pairs (prepared.json's digest of the ids tells them apart); prepared again
+    as before, the same ones."""
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "train.max_steps": 1})
+    out, run_dir = tmp_path / "prepared", prepare_run_dir(tmp_path / "run")
+    prepare(corpus, out, "en", "de", config.tokenizer, 30)
+    Trainer(apply_overrides(config, {"data.data_dir": str(out)}), run_dir, lambda e: None).run()
+    changed = shutil.copytree(corpus, tmp_path / "changed")
+    lines = (changed / "train.de").read_text().splitlines()
+    lines[1] = lines[1].replace("Garten", "Haus")  # a short pair, kept
+    (changed / "train.de").write_text("".join(f"{line}\n" for line in lines))
+    for data, max_len, what in ((corpus, 8, r"\d+ pairs then, \d+ now"),
+                                (changed, 30, "as many, but others")):
+        prepare(data, out, "en", "de", config.tokenizer, max_len, tokenizer_from=run_dir,
+                replace=True)
+        with pytest.raises(UserError, match=f"its train pairs are not those this run began "
+                                            f"with \\({what}\\)"):
+            resume(run_dir, {"train.max_steps": 2})
+    prepare(corpus, out, "en", "de", config.tokenizer, 30, tokenizer_from=run_dir, replace=True)
+    resume(run_dir, {"train.max_steps": 2})
+    assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
+
+
 def test_a_corpus_prepared_again_leaves_no_split_of_the_one_before(corpus, tmp_path):
     """Prepared again (--force) from a corpus with gzipped validation files and no test split,
     the folder held the old val.en beside the new val.en.gz, and val.en was read; and the old

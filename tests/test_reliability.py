@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import queue
@@ -301,6 +302,56 @@ def test_a_run_whose_corpus_moved_resumes_from_its_new_place(corpus, tmp_path):
     assert [e["step"] for e in events if e["kind"] == "step"] == [3]
     assert any(f"now read from {after}" in e.get("message", "") for e in events)
     assert checkpoint.read_config(run_dir)[0].data.data_dir == str(after)
+
+
+def test_a_resumed_run_refuses_other_pairs_than_it_began_with(corpus, tmp_path):
+    """Its config.json records the pairs it began with; resumed on a corpus whose training or
+    validation pairs differ, it would not go on as it began. The same text, gzipped in
+    another folder, is the same pairs."""
+    run_dir = prepare_run_dir(tmp_path / "run")
+    Trainer(tiny_config(corpus, 1), run_dir, lambda e: None).run()
+    recorded = checkpoint.corpus_record(run_dir)
+    assert recorded["train"]["pairs"] == 300 and recorded["val"]["pairs"] == 20
+
+    def resumed_on(name: str, change) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(corpus, folder)
+        change(folder)
+        resume(run_dir, {"train.max_steps": 2, "data.data_dir": str(folder)})
+        return folder
+
+    def edit(file: str, edit_lines):
+        def change(folder: Path):
+            lines = (folder / file).read_text().splitlines()
+            (folder / file).write_text("".join(f"{line}\n" for line in edit_lines(lines)))
+        return change
+
+    for name, change, message in (
+            ("word", edit("train.de", lambda lines: [lines[0] + " x", *lines[1:]]),
+             "train pairs are not those this run began with \\(as many, but others\\)"),
+            ("fewer", lambda folder: [edit(f"train.{lang}", lambda lines: lines[1:])(folder)
+                                      for lang in ("en", "de")],
+             "train pairs are not those this run began with \\(300 pairs then, 299 now\\)"),
+            ("val", edit("val.en", lambda lines: lines[::-1]),
+             "val pairs are not those this run began with")):
+        with pytest.raises(UserError, match=f"{tmp_path / name}: its .*{message}.*: resume it "
+                                            f"on those, or .* \\(--finetune {run_dir}\\)"):
+            resumed_on(name, change)
+    assert saved_step(run_dir) == 1
+
+    def gzipped(folder: Path):
+        for lang in ("en", "de"):
+            text = (folder / f"train.{lang}").read_bytes()
+            (folder / f"train.{lang}").unlink()
+            (folder / f"train.{lang}.gz").write_bytes(gzip.compress(text))
+    resumed_on("gzipped", gzipped)
+    assert saved_step(run_dir) == 2
+    assert checkpoint.corpus_record(run_dir) == recorded
+    description = json.loads((run_dir / "config.json").read_text())
+    description["corpus"]["train"]["pairs"] = "many"
+    (run_dir / "config.json").write_text(json.dumps(description))
+    with pytest.raises(UserError, match='config.json: "corpus" must hold a record'):
+        resume(run_dir, {"train.max_steps": 3})
 
 
 @pytest.mark.parametrize("moment", ["while the file is written", "once its temporary file exists"])
