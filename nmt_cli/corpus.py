@@ -173,9 +173,14 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         train.alignments = WordAlignments(train.links, *tokenizer_starts(tokenizer))
         differ = train.unlinked
     if train.alignments is not None:
-        report(f"data.alignments: word links for {len(train.src) - differ:,} of the kept pairs"
+        linked = (train.links.linked if is_prepared
+                  else sum(len(links) > 0 for links in train.alignments.links))
+        blank = len(train.src) - linked - differ  # their lines name no link
+        report(f"data.alignments: word links for {linked:,} of the kept pairs"
                + (f"; {differ:,} whose words SentencePiece counts otherwise than whitespace "
-                  "does train without" if differ else "") + (" (prepared)" if is_prepared else ""))
+                  "does train without" if differ else "")
+               + (f"; {blank:,} have a blank line: no links" if blank else "")
+               + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
     if val.too_long:
         report(f"val: {val.too_long:,} of {len(val_text.src):,} pairs are longer than "

@@ -128,11 +128,12 @@ class PreparedSide:
 
 class PreparedLinks:
     """The word links of the prepared pairs: `links[i]` reads pair i's (links, 2) source and
-    target word positions from train.align.bin."""
+    target word positions from train.align.bin; `linked` pairs have any."""
 
-    def __init__(self, data_dir: Path, dtype: str, pairs: int):
+    def __init__(self, data_dir: Path, dtype: str, pairs: int, linked: int):
         self.side = PreparedSide(data_dir / LINKS, data_dir / LINK_INDEX, dtype, 0, pairs,
                                  row=LINK_ROW)
+        self.linked = linked
 
     def __len__(self) -> int:
         return self.side.pairs
@@ -273,8 +274,8 @@ def open_links(data_dir: Path, info: dict) -> PreparedLinks | None:
         if size != wanted:
             raise UserError(f"{path}: {size:,} bytes where {wanted:,} were written; prepare "
                             "the corpus again")
-    read_lengths(paths[1], pairs, {LINKS: positions})
-    return PreparedLinks(data_dir, dtype.name, pairs)
+    lengths = read_lengths(paths[1], pairs, {LINKS: positions})
+    return PreparedLinks(data_dir, dtype.name, pairs, int(np.count_nonzero(lengths)))
 
 
 def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]]:

@@ -239,6 +239,26 @@ def test_links_go_unread_where_their_weight_is_0_and_are_checked_on_resuming(lin
         check_filters(out, guided.config)
 
 
+def test_pairs_whose_alignment_line_is_blank_are_not_counted_as_linked(linked, tmp_path):
+    folder, files = linked
+    lines = Path(files[0]).read_text().splitlines()
+    blanked = tmp_path / "blank.align"
+    blanked.write_text("".join(f"{'' if i < 5 else line}\n" for i, line in enumerate(lines)))
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "data.alignments": str(blanked)})
+    out = tmp_path / "prepared"
+    prepare(folder, out, "en", "de", config.tokenizer, 30, max_ratio=1.5, alignments=[blanked])
+    for data, where in ((folder, ""), (out, " (prepared)")):
+        events = []
+        trainer = Trainer(apply_overrides(config, {"data.data_dir": str(data)}),
+                          prepare_run_dir(tmp_path / f"run-{data.name}"), events.append)
+        if data == folder:  # the lines each kept pair came from
+            blank = sum(line < 5 for line in trainer.corpus.train.kept)
+        kept = len(trainer.corpus.train.src)
+        assert 0 < blank < 5
+        assert f"data.alignments: word links for {kept - blank} of the kept pairs; {blank} " \
+               f"have a blank line: no links{where}" in [e.get("message") for e in events]
+
+
 def test_bad_or_damaged_links_are_one_line_errors(linked, tmp_path):
     folder, files = linked
     short = tmp_path / "short.align"
