@@ -34,6 +34,7 @@ np.int64, "r").reshape(-1, 4) reads the index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -60,6 +61,7 @@ from .data import (
     encode_parallel,
     find_split_file,
     iter_lines,
+    load_split,
 )
 from .errors import UserError, in_file
 from .files import atomic_write
@@ -78,7 +80,7 @@ from .languages import (
     tagged_languages,
     target_languages,
 )
-from .tokenizer import Tokenizer, copy_tokenizer
+from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE, Tokenizer, copy_tokenizer
 
 PREPARED = "prepared.json"
 INDEX = "train.index.bin"
@@ -389,6 +391,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
              for language, tag in tagged_languages(tgt_lang)]
     val_paths = [find_split_file(data_dir, "val", lang)
                  for lang in (src_lang, *target_languages(tgt_lang))]
+    load_split(data_dir, "val", src_lang, tgt_lang)  # read as training reads it: now, not then
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
     if is_prepared(out_dir) and not replace:
@@ -397,43 +400,63 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name in (PREPARED, LINKS, LINK_INDEX):  # not prepared until the end
-        (out_dir / name).unlink(missing_ok=True)
-    if tokenizer_from is None:
-        text = sample_pairs(tagged_pairs(files), sample, seed)
-        tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir,
-                                    language_tags(tgt_lang))
-        del text
-    else:
-        copy_tokenizer(tokenizer_from, out_dir)
-        tokenizer = Tokenizer.load(out_dir)
-    vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
-    dtype = np.uint16 if vocab <= 2**16 else np.uint32
-    # a kept pair's words, each a piece or more, number fewer than max_len
-    link_dtype = (np.uint16 if max_len <= 2**16 else np.uint32) if alignments else None
-    pairs = linked_pairs(files, alignments) if alignments else tagged_pairs(files)
-    writer = IdFileWriter(out_dir, dtype, link_dtype)
-    counts = write_id_files(pairs, tokenizer, max_len, max_ratio, writer)
-    if not counts.pairs:
-        raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
-                        "data.max_len_ratio, uneven)")
-    languages = (src_lang, *target_languages(tgt_lang))
-    remove_split_copies(out_dir, languages)
-    for path in val_paths + files_of_test_split(data_dir, languages):
-        shutil.copyfile(path, out_dir / path.name)
-    info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
-            "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
-            **asdict(counts), "sha256": writer.digest.hexdigest(),
-            "source": str(data_dir.resolve()),
-            "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
-    if alignments:
-        info.update(alignments=[str(Path(path).resolve()) for path in alignments],
-                    link_dtype=np.dtype(link_dtype).name)
-    else:
-        del info["links"], info["unlinked"]
-    atomic_write(out_dir / PREPARED, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
+    with undone_on_failure(out_dir):
+        for name in (PREPARED, LINKS, LINK_INDEX):  # not prepared until the end
+            (out_dir / name).unlink(missing_ok=True)
+        if tokenizer_from is None:
+            text = sample_pairs(tagged_pairs(files), sample, seed)
+            tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir,
+                                        language_tags(tgt_lang))
+            del text
+        else:
+            copy_tokenizer(tokenizer_from, out_dir)
+            tokenizer = Tokenizer.load(out_dir)
+        vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
+        dtype = np.uint16 if vocab <= 2**16 else np.uint32
+        # a kept pair's words, each a piece or more, number fewer than max_len
+        link_dtype = (np.uint16 if max_len <= 2**16 else np.uint32) if alignments else None
+        pairs = linked_pairs(files, alignments) if alignments else tagged_pairs(files)
+        writer = IdFileWriter(out_dir, dtype, link_dtype)
+        counts = write_id_files(pairs, tokenizer, max_len, max_ratio, writer)
+        if not counts.pairs:
+            raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
+                            "data.max_len_ratio, uneven)")
+        languages = (src_lang, *target_languages(tgt_lang))
+        remove_split_copies(out_dir, languages)
+        for path in val_paths + files_of_test_split(data_dir, languages):
+            shutil.copyfile(path, out_dir / path.name)
+        info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
+                "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
+                **asdict(counts), "sha256": writer.digest.hexdigest(),
+                "source": str(data_dir.resolve()),
+                "tokenizer": {key: getattr(tokenizer_config, key) for key in TOKENIZER_MADE_WITH}}
+        if alignments:
+            info.update(alignments=[str(Path(path).resolve()) for path in alignments],
+                        link_dtype=np.dtype(link_dtype).name)
+        else:
+            del info["links"], info["unlinked"]
+        atomic_write(out_dir / PREPARED,
+                     lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
+
+
+@contextlib.contextmanager
+def undone_on_failure(out_dir: Path):
+    """Make `out_dir` for a corpus to be prepared; should preparing it fail, remove what it
+    wrote there (the folder too, if made here): a tokenizer and id files with no prepared.json
+    would only mislead."""
+    made = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if made:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        else:
+            for name in (JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
+                         LINK_INDEX):
+                (out_dir / name).unlink(missing_ok=True)
+        raise
 
 
 def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:

@@ -402,6 +402,30 @@ def test_a_failed_prepare_leaves_no_prepared_corpus(tmp_path):
     assert not is_prepared(out) and not list(out.glob(".*.tmp"))
 
 
+def test_a_prepare_that_fails_once_the_tokenizer_is_made_leaves_nothing_of_it(corpus, tmp_path):
+    """Every pair over data.max_len: the tokenizer and the (empty) id files were left in the
+    folder, which then looked like half a prepared corpus; a folder made for it goes too."""
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    for out in (tmp_path / "made", kept):
+        with pytest.raises(UserError, match="no usable training pairs"):
+            prepare(corpus, out, "en", "de", config.tokenizer, 1)
+    assert not (tmp_path / "made").exists()
+    assert [path.name for path in kept.iterdir()] == ["notes.txt"]
+
+
+def test_prepare_checks_the_validation_files_as_training_would(corpus, tmp_path):
+    unequal = shutil.copytree(corpus, tmp_path / "corpus")
+    (unequal / "val.de").write_text("Ein Hund.\n")
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    with pytest.raises(UserError, match=r"line counts differ: .*val.en has 10 lines, "
+                                        r".*val.de has 1"):
+        prepare(unequal, tmp_path / "out", "en", "de", config.tokenizer, 30)
+    assert not (tmp_path / "out").exists()
+
+
 def test_prepare_refuses_to_write_into_the_corpus_it_reads(corpus):
     result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",
                              str(corpus), "--out", str(corpus)], capture_output=True, text=True)
