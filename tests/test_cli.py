@@ -468,6 +468,9 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
     again = ["data", "prepare", *data, "--out", str(prepared), "--tokenizer", str(trained_run)]
     one_line_error(invoke(*again), f"--out {prepared}: holds a prepared corpus already; add "
                                    "--force")
+    one_line_error(invoke(*again, "--force", "--set", "tokenizer.vocab_size=250"),
+                   f"--set tokenizer.vocab_size=250: --tokenizer {trained_run} brings its own "
+                   "tokenizer")
     result = invoke(*again, "--force")  # ... and with the parent's
     assert result.exit_code == 0, result.output
     result = invoke("train", "--data", str(prepared), "--run", str(run), "--finetune",

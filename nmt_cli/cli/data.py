@@ -75,6 +75,10 @@ def prepare_command(
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
     check_folder(out, "--out")
+    for setting in (settings or []) if tokenizer else []:  # they would go unused
+        if setting.strip().startswith("tokenizer."):
+            raise UserError(f"--set {setting}: --tokenizer {tokenizer} brings its own tokenizer, "
+                            "made with its own settings; leave out the tokenizer.* settings")
     config = resolve_config(preset_name, settings=settings, options={
         "data.tgt_lang": tgt_lang, "data.alignments": alignments and str(alignments)})
     tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer
