@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .config import DecodeConfig
+from .errors import UserError
 from .translate import Translation
 
 Decode = Callable[..., list[list[Translation]]]  # Engine.translate_nbest
@@ -140,7 +141,8 @@ class Batcher:
                                             prefixes, any(job.alignment for job in jobs), terms)
         except Exception as e:
             if len(jobs) == 1:
-                print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
+                if not isinstance(e, UserError):  # not the request's own fault (a 422)
+                    print(f"error: decoding a request failed: {e!r}", file=sys.stderr)
                 settle(jobs[0].done, exception=e)
                 return
             for job in jobs:

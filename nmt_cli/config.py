@@ -238,12 +238,15 @@ class ServeConfig:
     max_chars: int = 2000  # characters per line
     max_beam: int = 16  # the widest beam a request may ask for
     max_wait_ms: float = 5.0  # how long a batch waits for more requests before decoding
+    # the target tokens of the glossary terms a line's translation must hold: constrained
+    # search takes longer the more it must place (bench/RESULTS.md)
+    max_term_tokens: int = 32
 
     def __post_init__(self) -> None:
         check_choice("--engine", self.engine, ENGINES)
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must lie between 0 and 65535 (got {self.port})")
-        for name in ("max_lines", "max_chars", "max_beam"):
+        for name in ("max_lines", "max_chars", "max_beam", "max_term_tokens"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
                                 f"(got {getattr(self, name)})")
@@ -255,9 +258,9 @@ class ServeConfig:
     @property
     def max_body(self) -> int:
         """The largest request body read, in bytes: max_lines lines of max_chars characters
-        and as many prefixes, each character written as a 6-byte JSON escape at worst, plus
-        room for the rest."""
-        return 2 * self.max_lines * (6 * self.max_chars + 4) + 1024
+        and as many prefixes, each character written as JSON escapes at worst (12 bytes for
+        one past U+FFFF: a surrogate pair), plus room for the rest."""
+        return 2 * self.max_lines * (12 * self.max_chars + 4) + 1024
 
 
 @dataclass(frozen=True)

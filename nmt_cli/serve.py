@@ -35,7 +35,8 @@ from .service import (
     ApiError,
     ServeConfig,
     check_settings,
-    check_source_lengths,
+    check_term_tokens,
+    check_token_lengths,
     parse_query,
     run_info,
     translations_json,
@@ -114,8 +115,15 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                 engine.check_alignment(f'"{aligned[0]}"')
             except UserError as e:
                 raise ApiError(422, str(e)) from None
-        check_source_lengths(engine.source_lengths(query.sentences(), query.config),
-                             engine.max_positions - 1, query.split is not None)
+        name = "sentence" if query.split is not None else "line"
+        check_token_lengths(engine.source_lengths(query.sentences(), query.config),
+                            engine.max_positions - 1, name, "the model reads at most")
+        if query.prefixes:
+            check_token_lengths(engine.target_lengths(query.prefixes), engine.max_positions,
+                                "prefix", "a translation holds at most")
+        if query.terms:
+            check_term_tokens([sum(engine.target_lengths(own)) if own else 0
+                               for own in query.terms], settings, name)
         texts = query.texts()
         try:
             found = await unless_gone(request, batcher.translate(

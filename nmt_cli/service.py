@@ -225,13 +225,23 @@ def check_lengths(lines: list[str], settings: ServeConfig, name: str) -> None:
             raise ApiError(422, f"{name} {number} is not valid Unicode") from None
 
 
-def check_source_lengths(lengths: list[int], longest: int, split: bool = False) -> None:
-    """413 for a line (a sentence, when lines are `split`) of more source tokens than the
-    model reads, which decoding would cut: the client is told, not sent half a translation."""
+def check_token_lengths(lengths: list[int], longest: int, name: str, most: str) -> None:
+    """413 for a line (a sentence, a prefix) of more tokens than the model reads (or writes),
+    which decoding would cut: the client is told, not sent half a translation."""
     for number, length in enumerate(lengths, 1):
         if length > longest:
-            raise ApiError(413, f"{'sentence' if split else 'line'} {number} has {length:,} "
-                                f"tokens; the model reads at most {longest:,}")
+            raise ApiError(413, f"{name} {number} has {length:,} tokens; {most} {longest:,}")
+
+
+def check_term_tokens(lengths: list[int], settings: ServeConfig, name: str) -> None:
+    """413 for a line (a sentence) whose glossary terms, the request's and the server's, hold
+    more target tokens than --max-term-tokens: each must be placed by constrained search,
+    which takes longer the more there are."""
+    for number, length in enumerate(lengths, 1):
+        if length > settings.max_term_tokens:
+            raise ApiError(413, f"{name} {number}: its glossary terms take {length:,} target "
+                                f"tokens; at most {settings.max_term_tokens:,} a line "
+                                "(nmt serve --max-term-tokens)")
 
 
 def whole_number(request: dict[str, Any], name: str, default: int, most: int,
@@ -293,7 +303,7 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
                      "split_sentences": decode.split_sentences},
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "tokens_per_line": longest, "beam": settings.max_beam,
-                   "glossary_terms": MAX_TERMS,
+                   "glossary_terms": MAX_TERMS, "term_tokens_per_line": settings.max_term_tokens,
                    "glossary_source_characters": MAX_TERM_CHARACTERS},
     }
 

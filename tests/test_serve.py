@@ -29,6 +29,7 @@ import nmt_cli
 from nmt_cli import DecodeConfig, Translator, resolve_config
 from nmt_cli.batching import Batcher
 from nmt_cli.cli import app
+from nmt_cli.errors import UserError
 from nmt_cli.markup import parse
 from nmt_cli.training import Trainer, prepare_run_dir
 from nmt_cli.translate import Translation
@@ -260,6 +261,10 @@ BAD_REQUESTS = {  # name: (method, path, body, status)
                                                                     "prefix": "中文"}, 422),
     "a line of more tokens than the model reads": ("POST", "/translate", {"text": "a. " * 666},
                                                    413),
+    "a prefix of more tokens than a translation holds": ("POST", "/translate", {
+        "text": "Hi.", "prefix": "a. " * 666}, 413),
+    "glossary terms of more tokens than --max-term-tokens": ("POST", "/translate", {
+        "text": "A dog.", "glossary": {"dog": "Hund " * 40}}, 413),
     "no such path": ("GET", "/translate/../../etc/passwd", None, 404),
     "a trailing slash": ("POST", "/translate/", {"text": "Hi."}, 404),
     "another path": ("POST", "/v1/translate", {"text": "Hi."}, 404),
@@ -302,6 +307,7 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert info["defaults"]["beam"] == 5 and info["limits"]["lines"] == 100
     assert info["glossary_terms"] == 0 and info["limits"]["glossary_terms"] == 1000
     assert info["limits"]["tokens_per_line"] == translator.run.model.max_positions - 1
+    assert info["limits"]["term_tokens_per_line"] == 32
     for path in ("/health", "/info"):  # as a monitor may ask
         request = urllib.request.Request(server.url + path, method="HEAD")
         with urllib.request.urlopen(request, timeout=60) as answer:
@@ -549,6 +555,8 @@ def recording_decoder(calls: list):
                      + (("terms",) if terms else ()))
         if "boom" in lines:
             raise RuntimeError("this line breaks the decoder")
+        if "unwritable" in lines:
+            raise UserError("the target prefix 'x' has a character the model's vocabulary lacks")
         return [[Translation(f"{prefix}{line}|beam {config.beam}|{rank}"
                              + "".join(f"+{term}" for term in own), [], 0.0, -rank)
                  for rank in range(nbest)]
@@ -629,8 +637,13 @@ def test_requests_with_and_without_terms_share_a_batch_each_line_with_its_own():
         ["a|beam 2|0"], ["b|beam 2|0+B", "c|beam 2|0"], ["d|beam 2|0+D+E"]]
 
 
-def test_a_request_that_breaks_the_decoder_fails_alone():
+def test_a_request_that_breaks_the_decoder_fails_alone(capsys):
+    """...and the server logs it; a request refused for its own sake (a 422) is not logged."""
     calls, answers = run_batcher([(["fine"], 1, 1), (["boom"], 1, 1), (["well"], 1, 1)], 6)
     assert isinstance(answers[1], RuntimeError)
     assert answers[0][0][0].text == "fine|beam 1|0" and answers[2][0][0].text == "well|beam 1|0"
     assert [c[0] for c in calls] == [["fine", "boom", "well"], ["fine"], ["boom"], ["well"]]
+    assert capsys.readouterr().err.count("error: decoding a request failed") == 1
+    _, answers = run_batcher([(["fine"], 1, 1), (["unwritable"], 1, 1)], 6)
+    assert isinstance(answers[1], UserError) and answers[0][0][0].text == "fine|beam 1|0"
+    assert capsys.readouterr().err == ""

@@ -40,6 +40,9 @@ def serve(
     max_wait_ms: Annotated[float, typer.Option(
         help="How long a batch waits for more requests before decoding.")
     ] = DEFAULTS.max_wait_ms,
+    max_term_tokens: Annotated[int, typer.Option(
+        help="Target tokens of the glossary terms a line's translation must hold, at most.")
+    ] = DEFAULTS.max_term_tokens,
     ensemble: EnsembleOption = None,
 ):
     """Serve a run over HTTP: POST /translate, GET /health, GET /info (JSON).
@@ -51,7 +54,8 @@ def serve(
     SIGTERM stops it once the requests it holds are answered."""
     from ..checkpoint import latest_run
 
-    settings = ServeConfig(host, port, engine, max_lines, max_chars, max_beam, max_wait_ms)
+    settings = ServeConfig(host, port, engine, max_lines, max_chars, max_beam, max_wait_ms,
+                           max_term_tokens)
     server = server_module()
     if not is_loopback(host):
         say(f"warning: --host {host} answers other machines too, and nmt serve has no "
