@@ -427,6 +427,12 @@ def translate_constrained(model: Seq2Seq, src_ids: list[list[int]],
     BLEU: bench/RESULTS.md.)"""
     check_constrained(config)
     check_nbest(nbest, config)
+    for i, own in enumerate(constraints):  # a term cut short would be no term
+        if (needed := sum(map(len, own)) + (len(prefixes[i]) if prefixes else 0)) > \
+                model.max_positions:
+            raise UserError(f"a line's terms{' and prefix' if prefixes and prefixes[i] else ''}"
+                            f" take {needed:,} target tokens, more than the "
+                            f"{model.max_positions:,} a translation holds")
     plain = [i for i, c in enumerate(constraints) if not c or not src_ids[i]]
     outputs = dict(zip(plain, translate_nbest(
         model, [src_ids[i] for i in plain], config, device, nbest,

@@ -423,6 +423,10 @@ def test_translate_glossary_errors(tiny_run, tmp_path):
     one_line_error(invoke(*run, "--glossary", greek), "'Ωμέγα'", "vocabulary lacks")
     unseen = write(tmp_path / "unseen.tsv", "man\t\u200b\n")  # a zero-width space
     one_line_error(invoke(*run, "--glossary", unseen), "'\\u200b'", "nothing to write")
+    most = Translator.from_run(tiny_run, "cpu").max_positions  # a term cut short is no term
+    long = write(tmp_path / "long.tsv", "man\t" + "a. " * most + "\n")
+    one_line_error(invoke(*run, "--glossary", long, "--beam", "2"), "a line's terms take",
+                   f"more than the {most:,} a translation holds")
 
 
 def test_translate_terms_file(tiny_run, tmp_path):
