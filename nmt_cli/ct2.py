@@ -39,9 +39,10 @@ from pathlib import Path
 import torch
 
 from .alignment import word_alignments
-from .checkpoint import CONFIG_FILE, read_config
+from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
+from .files import sha256_of
 from .guided_alignment import ALIGNMENT_LAYER
 from .languages import target_languages
 from .search import Hypothesis, check_nbest, finished, output_limit
@@ -99,6 +100,17 @@ def read_export(path: Path) -> tuple[Path, int, list[str], bool]:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
 
 
+def check_up_to_date(path: Path, run_dir: Path) -> None:
+    """An export in a run's folder was made from the run's best weights as they are now, not
+    from those a resumed or fine-tuned run has since replaced (exports made before the weights
+    were recorded are not checked)."""
+    recorded = json.loads((path / EXPORT_FILE).read_text(encoding="utf-8")).get("weights_sha256")
+    weights = run_dir / BEST_WEIGHTS
+    if isinstance(recorded, str) and weights.is_file() and sha256_of(weights) != recorded:
+        raise UserError(f"{path}: exported from weights of {run_dir} replaced since; export "
+                        f"it again (nmt export {run_dir} --format ctranslate2 --force)")
+
+
 def run_languages(run: Path) -> list[str]:
     """The target languages of a run; none when it is not at hand."""
     try:
@@ -141,6 +153,9 @@ class CTranslate2Translator(Engine):
             raise UserError("--device mps: CTranslate2 runs on cpu or cuda only")
         path = find_export(path)
         run_dir, max_positions, languages, aligns = read_export(path)
+        if (path.parent / CONFIG_FILE).is_file() and path.name == EXPORT_DIR:  # a run's own
+            run_dir = path.parent
+            check_up_to_date(path, run_dir)
         try:
             translator = ctranslate2.Translator(
                 str(path), device=device, compute_type=compute_type(precision, quantize),
@@ -248,7 +263,12 @@ class CTranslate2Translator(Engine):
         pending = [self.decode(src_ids, prefixes, group, config, limits, attention)
                    for group in groups]
         for group, results in zip(groups, pending):
-            yield group, [result.result() for result in results]
+            try:
+                found = [result.result() for result in results]
+            except (ValueError, RuntimeError) as e:  # an export edited or damaged since
+                raise UserError(f"{self.run_dir}: CTranslate2 failed ({str(e)[:200]}); "
+                                "export the run again") from None
+            yield group, found
 
     def decode(self, src_ids: list[list[int]], prefixes: list[list[int]], rows: list[int],
                config: DecodeConfig, limits: dict[int, int], attention: bool = False) -> list:

@@ -31,10 +31,11 @@ import torch
 from torch import nn
 
 from ._version import __version__
-from .checkpoint import Run, load_run
+from .checkpoint import BEST_WEIGHTS, Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
 from .ct2 import EXPORT_FILE, import_ctranslate2
 from .errors import UserError
+from .files import sha256_of
 from .guided_alignment import ALIGNMENT_LAYER, alignment_layer
 from .languages import target_languages
 from .models.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -186,6 +187,8 @@ def export_ctranslate2(run_dir: Path, out_dir: Path, quantization: str = "float3
         shutil.copyfile(path, partial / path.name)
     (partial / EXPORT_FILE).write_text(json.dumps({
         "format": "ctranslate2", "nmt_version": __version__, "run": str(run.path.resolve()),
+        # what translating from the run's folder checks: weights replaced since, no export
+        "weights_sha256": sha256_of(run.path / BEST_WEIGHTS),
         "quantization": quantization, "max_positions": run.config.model.max_positions,
         "target_languages": target_languages(run.config.data.tgt_lang),
         "alignment_layer": ALIGNMENT_LAYER,  # the rule; alignment_layer() the layer it picks

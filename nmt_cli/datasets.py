@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import UserError
-from .files import atomic_write
+from .files import atomic_write, sha256_of
 
 CORPORA = ("multi30k",)  # what `nmt data fetch` knows
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
@@ -36,14 +36,6 @@ MULTI30K_SHA256 = {  # task 1, raw text, as published in the Multi30k data repos
 }
 MULTI30K_LANGS = ("en", "de", "fr", "cs")
 CHUNK = 1 << 20
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def parse_pair(pair: str) -> tuple[str, str]:

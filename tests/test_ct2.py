@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -261,6 +262,33 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
         meta_file.write_text(kept)
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run),
                           "--device", "mps", "Hello."), "mps")
+
+
+def test_an_export_of_weights_replaced_since_or_damaged_is_a_one_line_error(cli_run, tmp_path):
+    """The run's weights, replaced since it was exported (resumed, fine-tuned, or EMA weights
+    copied over), would be translated by CTranslate2 as they were; a copied run's export is
+    its own; an export edited by hand fails in one line."""
+    from safetensors.torch import load_file, save_file
+
+    run = tmp_path / "run"
+    shutil.copytree(cli_run, run)
+    copied = invoke("translate", "--engine", "ctranslate2", "--run", str(run), TEST[0])
+    assert copied.exit_code == 0, copied.output
+    weights = load_file(run / "model.safetensors")
+    name = next(iter(weights))
+    save_file({**weights, name: weights[name] + 0.01}, run / "model.safetensors",
+              metadata={"format": "pt"})
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(run), TEST[0]),
+                   f"{run / 'ctranslate2'}: exported from weights of {run} replaced since",
+                   f"nmt export {run} --format ctranslate2 --force")
+    assert invoke("export", str(run), "--format", "ctranslate2", "--force").exit_code == 0
+    assert invoke("translate", "--engine", "ctranslate2", "--run", str(run),
+                  TEST[0]).exit_code == 0
+    meta_file = run / "ctranslate2" / "nmt-export.json"  # positions the model lacks
+    meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()),
+                                     "max_positions": 10**9}))
+    one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(run),
+                          "a. " * 600), "CTranslate2 failed", "export the run again")
 
 
 def test_a_gru_run_is_explained(tmp_path):
