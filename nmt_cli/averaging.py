@@ -153,8 +153,11 @@ def average_run(run_dir: Path, output: Path | None = None, last: int | None = No
     sources = ([ema_weights(run_dir)] if ema
                else choose_checkpoints(run_dir, last, best, config.train.best_metric))
     label = "ema" if ema else f"best{best}" if best else f"last{len(sources)}"
-    output = Path(output) if output else run_dir.with_name(f"{run_dir.name}-{label}")
+    output = (Path(output) if output
+              else run_dir.resolve().with_name(f"{run_dir.resolve().name}-{label}"))
     weights = mean_weights(sources)
+    if (own := run_dir / checkpoint.BEST_WEIGHTS).is_file():  # those of another run would not
+        check_alike(weights, sources[0], own)
     created = make_output_dir(output)
     try:
         for name in (checkpoint.CONFIG_FILE, JOINT_FILE, SRC_FILE, TGT_FILE):
@@ -242,6 +245,19 @@ def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
             total = sum((t.double() for t in tensors[1:]), tensors[0].double())
             mean[name] = (total / len(tensors)).to(tensors[0].dtype)
     return mean
+
+
+def check_alike(weights: dict[str, torch.Tensor], source: Path, own: Path) -> None:
+    """The averaged `weights` (the first of them from `source`) hold the tensors of the run's
+    own weights `own`, by name and shape: those of its model."""
+    with open_weights(own) as f:
+        shapes = {name: list(f.get_slice(name).get_shape()) for name in f.keys()}
+    if shapes.keys() != weights.keys():
+        raise UserError(f"{source}: holds other tensors than {own}, so not this run's model")
+    for name, shape in shapes.items():
+        if list(weights[name].shape) != shape:
+            raise UserError(f"{source}: {name} has shape {list(weights[name].shape)}, not "
+                            f"{shape} as in {own}")
 
 
 def open_weights(path: Path):

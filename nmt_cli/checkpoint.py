@@ -279,8 +279,11 @@ def load_weights(model: Seq2Seq, path: Path) -> None:
     try:
         load_model(model, path, strict=True)
     except (SafetensorError, OSError, RuntimeError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"{path}: weights do not load into this model ({first})") from None
+        # torch's first line only names the model ("Error(s) in loading state_dict for
+        # ...:"); the next says which tensors
+        lines = [line.strip() for line in str(e).strip().splitlines()[:2]]
+        reason = " ".join(lines)[:300] if lines else type(e).__name__
+        raise UserError(f"{path}: weights do not load into this model ({reason})") from None
 
 
 def latest_run(runs_dir: Path = Path(RUNS_DIR), named: str = "pass --run DIR") -> Path:

@@ -175,7 +175,7 @@ def test_validation_scores_the_ema_too(reference):
 # nmt average
 
 
-def test_average_of_identical_checkpoints_is_those_weights(reference, tmp_path):
+def test_average_of_identical_checkpoints_is_those_weights(reference, tmp_path, monkeypatch):
     run = tmp_path / "run"
     shutil.copytree(reference, run)
     for step in (12, 14):
@@ -184,6 +184,10 @@ def test_average_of_identical_checkpoints_is_those_weights(reference, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(tmp_path / "avg")
     assert same_weights(tmp_path / "avg" / "model.safetensors", reference / "model.safetensors")
+    monkeypatch.chdir(run)  # "." is named by its folder
+    result = invoke("average", ".", "--last", "2")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(tmp_path / "run-last2")
 
 
 def test_averaged_run_translates_like_any_run(reference, tmp_path):
@@ -289,6 +293,14 @@ def test_bad_requests_are_one_line_errors(reference, tmp_path):
     save_file({"w": torch.zeros(4), "b": torch.zeros(1)}, other / checkpoint.kept_name(2))
     one_line_error(invoke("average", str(other), "-o", str(tmp_path / "x")), "shape")
     assert not (tmp_path / "x").exists()
+    foreign = tmp_path / "foreign"  # kept weights of another model, copied in
+    shutil.copytree(reference, foreign)
+    for step in (12, 14):
+        save_file({"w": torch.zeros(4)}, foreign / checkpoint.kept_name(step))
+    one_line_error(invoke("average", str(foreign), "--last", "2", "-o", str(tmp_path / "y")),
+                   ".safetensors: holds other tensors than",
+                   "so not this run's model")
+    assert not (tmp_path / "y").exists()
 
 
 # Settings
