@@ -115,7 +115,7 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
     "device": "Where to run: auto picks cuda, mps, cpu.",
     "precision": "auto: bf16 autocast on CUDA, float32 elsewhere.",
     "sampling": "Draw each token at random from the model's distribution instead of searching "
-                "(--beam unused; --nbest K: K draws).",
+                "(--beam unused).",
     "sampling_topk": "With --sampling: draw among the K most probable tokens (0: all).",
     "sampling_topp": "With --sampling: draw among the fewest tokens whose probability reaches "
                      "P (1: all).",

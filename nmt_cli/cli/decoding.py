@@ -59,10 +59,12 @@ def translate(
         "--output", "-o", help="Write translations here instead of stdout.")] = None,
     run: RunOption = None,
     nbest: Annotated[int, typer.Option(
-        help="Hypotheses per input line, best first (at most --beam).")] = 1,
+        help="Hypotheses per input line, best first (at most --beam; with --sampling, "
+             "this many draws).")] = 1,
     output_format: Annotated[OutputFormat, typer.Option(
-        "--format", help="text: a line per hypothesis; tsv: line, rank, score, log_prob, "
-                         "text; jsonl: an object per input line.")] = TEXT,
+        "--format", help="text: a line per hypothesis, --nbest lines per input line; tsv: "
+                         "line, rank, score, log_prob, text; jsonl: an object per input "
+                         "line.")] = TEXT,
     attention: Annotated[bool, typer.Option(
         help="With --format jsonl: each hypothesis's cross-attention weights.")] = False,
     alignment: Annotated[bool, typer.Option(
@@ -148,7 +150,7 @@ def translate(
     paragraphs = 0  # lines of several sentences translated whole
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
-            out.write(render(number, line, hypotheses, output_format.value))
+            out.write(render(number, line, hypotheses, output_format.value, nbest))
             out.flush()
             for per_line in (prefixes, terms):
                 if isinstance(per_line, LineFile):
@@ -224,10 +226,12 @@ def check_writable(translator: Engine, path: Path | None, prefixes: list[str]) -
                             "lacks, so it cannot be written")
 
 
-def render(number: int, source: str, hypotheses: list[Translation], output_format: str) -> str:
-    """One input line's hypotheses: text (a line each), tsv (a row each: line number, rank,
-    score, log_prob, text; both counted from 1) or jsonl (one object). A word alignment, when
-    there is one, follows the text after " ||| " (as Marian prints it), or in a last column."""
+def render(number: int, source: str, hypotheses: list[Translation], output_format: str,
+           nbest: int = 1) -> str:
+    """One input line's hypotheses: text (a line each, `nbest` lines however many there are:
+    a blank line has one, empty), tsv (a row each: line number, rank, score, log_prob, text;
+    both counted from 1) or jsonl (one object). A word alignment, when there is one, follows
+    the text after " ||| " (as Marian prints it), or in a last column."""
     ranked = list(enumerate(hypotheses, 1))
     if output_format == "jsonl":
         return json_text({"line": number, "source": source,
@@ -236,7 +240,8 @@ def render(number: int, source: str, hypotheses: list[Translation], output_forma
     if output_format == "tsv":
         return "".join(f"{number}\t{rank}\t{h.score:.4f}\t{h.log_prob:.4f}\t{h.text}"
                        f"{aligned(h, chr(9))}\n" for rank, h in ranked)
-    return "".join(f"{h.text}{aligned(h, ' ||| ')}\n" for _, h in ranked)
+    return ("".join(f"{h.text}{aligned(h, ' ||| ')}\n" for _, h in ranked)
+            + "\n" * (nbest - len(hypotheses)))
 
 
 def aligned(hypothesis: Translation, separator: str) -> str:
