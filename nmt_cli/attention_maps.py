@@ -150,7 +150,7 @@ def parse_index(option: str, value: int | str, count: int, words: tuple[str, ...
         return int(text)
     numbers = "1" if count == 1 else f"1..{count}"
     raise UserError(f"{option} must be {numbers} or {' or '.join(words)} (got {value!r}): "
-                    f"this model has {count}")
+                    f"this model has {count} {option.lstrip('-')}{'s' * (count != 1)}")
 
 
 @torch.no_grad()

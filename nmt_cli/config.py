@@ -101,7 +101,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    batch_tokens: int = 4096  # padded tokens per batch: sentences x longest side
+    batch_tokens: int = 4096  # padded tokens per batch: sentences x (longest side + 1)
     lr: float = 5e-4
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
@@ -312,9 +312,12 @@ class Config:
                 if self.get(key) < 1:
                     raise UserError(f"{key} must be at least 1 (got {self.get(key)})")
             if self.model.d_model % (2 * self.model.num_heads):
-                raise UserError("model.d_model must be an even multiple of model.num_heads")
-            if self.data.max_len > self.model.max_positions:
-                raise UserError("data.max_len must not exceed model.max_positions")
+                raise UserError("model.d_model must be an even multiple of model.num_heads "
+                                f"(got {self.model.d_model} and {self.model.num_heads})")
+            # a fine-tuned run's model is its parent's: finetune.adopt_parent checks that one
+            if self.data.max_len > self.model.max_positions and not self.train.finetune_from:
+                raise UserError(f"data.max_len {self.data.max_len} must not exceed "
+                                f"model.max_positions {self.model.max_positions}")
             if self.model.alignment_heads > self.model.num_heads:
                 raise UserError("model.alignment_heads must not exceed model.num_heads "
                                 f"({self.model.alignment_heads} > {self.model.num_heads})")
@@ -593,7 +596,12 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
     if config_file is not None:
         with in_file(config_file):
             config = apply_overrides(config, load_toml(config_file))
-    config = apply_overrides(config, command_line_overrides(settings, options))
+    given = command_line_overrides(settings, options)
+    config = apply_overrides(config, given)
+    if "model.attention" in given and config.model.arch == "transformer":  # else unread
+        raise UserError("--set model.attention: chooses the GRU's attention score; a "
+                        "Transformer's attention is multi-head scaled dot-product: drop it, "
+                        "or train a GRU (--arch gru)")
     for key, path in (("data.data_dir", config.data.data_dir),
                       ("train.finetune_from", config.train.finetune_from)):
         if path:

@@ -85,6 +85,8 @@ def fetch_multi30k(pair: str, dest: Path, mirror: Path | None = None,
                    report: Callable[[str], None] = lambda message: None) -> list[Path]:
     """Fetch Multi30k task 1 (train, val, test_2016_flickr) for a language pair into `dest`."""
     langs = parse_pair(pair)
+    if mirror is not None and not Path(mirror).is_dir():  # said even when nothing is fetched
+        raise UserError(f"--mirror {mirror}: no such directory")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -40,7 +40,10 @@ def evaluate(hypotheses: list[str], references: list[str],
              metrics: tuple[str, ...] = ("bleu",), lowercase: bool = False) -> list[Score]:
     """Score detokenized hypotheses against one reference each."""
     if len(hypotheses) != len(references):
-        raise UserError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+        raise UserError(f"{len(hypotheses):,} lines of hypotheses and {len(references):,} of "
+                        "references; give one reference a hypothesis")
+    if unknown := [name for name in metrics if name not in SCORERS]:
+        raise UserError(f"unknown metric {unknown[0]!r}; choose from {', '.join(SCORERS)}")
     scores = []
     for name in metrics:
         metric = SCORERS[name](lowercase)

@@ -327,14 +327,17 @@ def check_filters(data_dir: Path, config: Config) -> None:
 
 def read_pairs(src_path: Path, tgt_path: Path):
     """(src, tgt) lines in step; a line-count mismatch is an error naming both files."""
-    missing = object()
+    missing, count = object(), 0
     src_lines, tgt_lines = iter_lines(src_path), iter_lines(tgt_path)
     while True:
         src, tgt = next(src_lines, missing), next(tgt_lines, missing)
         if src is missing and tgt is missing:
             return
         if src is missing or tgt is missing:
-            raise UserError(f"line counts differ: {src_path} and {tgt_path}")
+            shorter, longer = (src_path, tgt_path) if src is missing else (tgt_path, src_path)
+            raise UserError(f"line counts differ: {shorter} has {count:,} "
+                            f"line{'s' * (count != 1)}, {longer} more")
+        count += 1
         yield src, tgt
 
 

@@ -103,6 +103,7 @@ class Engine:
         line), each holds its line's target terms, beside those of config.glossary. With
         config.split_sentences, each sentence of a line is translated as a line of its own
         and the line's translation joins theirs (Split)."""
+        check_not_text(lines)
         config = config or DecodeConfig()
         if not config.split_sentences:
             return self.decode_nbest(lines, config, nbest, attention, prefixes, alignment, terms)
@@ -162,6 +163,7 @@ class Engine:
         the line holds (constrained.py); with `markup`, the lines' inline tags are taken out
         and put back into each translation (markup.py); with `copy_unknown`, words the
         vocabulary cannot spell are copied into it (with_unknown_copied)."""
+        check_not_text(lines)
         config = config or DecodeConfig()
         prefixes_ahead = iter(prefixes) if prefixes is not None else None
         terms_ahead = iter(terms) if terms is not None else None
@@ -398,6 +400,13 @@ def source_ids(tokenizer: Tokenizer, lines: list[str], tag: str = "",
     into `languages` (its own, or `tag`: languages.source_line), however long."""
     tagged = [source_line(line, tag, languages or []) for line in lines]
     return [ids if line.strip() else [] for line, ids in zip(tagged, tokenizer.encode_src(tagged))]
+
+
+def check_not_text(lines: Iterable[str]) -> None:
+    """Lines to translate come as a list (or stream) of strings: a string's characters would
+    be translated one by one."""
+    if isinstance(lines, str):
+        raise TypeError('lines must be a list of strings, e.g. ["A dog runs."], not a string')
 
 
 def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,

@@ -456,6 +456,10 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
     one_line_error(invoke("train", *data, "--finetune", str(short)),
                    f"--finetune {short}: its model reads at most 64 tokens (model.max_positions),"
                    " fewer than data.max_len 100; give --set data.max_len=64")
+    one_line_error(invoke("train", *data, "--finetune", str(short), "--set",  # over the preset's
+                          "data.max_len=5000"), f"--finetune {short}: its model reads at most 64")
+    one_line_error(invoke("train", *data, "--set", "data.max_len=5000"),
+                   "data.max_len 5000 must not exceed model.max_positions 1024")
     prepared = tmp_path / "prepared"  # ids of a tokenizer other than the parent's
     result = invoke("data", "prepare", *data, "--out", str(prepared),
                     "--set", "tokenizer.vocab_size=250")

@@ -121,6 +121,17 @@ def test_resolve_config_applies_sources_in_the_stated_order(tmp_path):
     assert resolve_config() == preset(DEFAULT_PRESET)
 
 
+def test_an_attention_score_for_a_transformer_is_refused_not_ignored():
+    """model.attention chooses the GRU's score; a Transformer given one trained as if it had
+    not been (a learner asking for no attention got multi-head attention)."""
+    with pytest.raises(UserError, match=r"--set model.attention: chooses the GRU's attention "
+                                        r"score; .* \(--arch gru\)"):
+        resolve_config(settings=["model.attention=none"])
+    assert resolve_config(settings=["model.attention=none"],
+                          options={"model.arch": "gru"}).model.attention == "none"
+    assert resolve_config("gru", settings=["model.attention=dot"]).model.attention == "dot"
+
+
 def test_a_limit_option_replaces_every_earlier_limit():
     config = resolve_config("multi30k-transformer", options={"train.max_steps": 5})
     assert (config.train.max_steps, config.train.max_time) == (5, 0.0)

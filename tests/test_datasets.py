@@ -86,6 +86,8 @@ def test_fetch_through_mirror_verifies_and_skips_what_is_there(tmp_path, mirror)
     (mirror / "val.en.gz").unlink()  # files already there are not read from the mirror again
     fetch_multi30k("en-de", dest, mirror, messages.append)
     assert all("present and verified" in m for m in messages) and len(messages) == 6
+    with pytest.raises(UserError, match=f"--mirror {tmp_path / 'nope'}: no such directory"):
+        fetch_multi30k("en-de", dest, tmp_path / "nope")  # a typo is said, needed or not
 
 
 def test_other_pairs_fetch_their_own_languages(tmp_path, mirror):

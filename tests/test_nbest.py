@@ -14,6 +14,8 @@ from test_search import A, B, TableModel
 
 from nmt_cli.alignment import hypothesis_attention
 from nmt_cli.config import DecodeConfig
+from nmt_cli.errors import UserError
+from nmt_cli.evaluation import evaluate
 from nmt_cli.search import (
     beam_search,
     beam_search_nbest,
@@ -25,6 +27,7 @@ from nmt_cli.search import (
     search_nbest,
 )
 from nmt_cli.special_tokens import EOS_ID, PAD_ID, SOS_ID
+from nmt_cli.translate import Translator
 
 from conftest import random_tokens, read_sample, tiny_model, write_corpus
 
@@ -193,3 +196,18 @@ def test_bad_nbest_options(tiny_run):
     one_line_error(invoke(*run, "--nbest", "2", "--beam", "1"), "--nbest 2 exceeds --beam 1")
     one_line_error(invoke(*run, "--nbest", "0"), "--nbest must be at least 1")
     one_line_error(invoke(*run, "--attention", "--format", "tsv"), "--attention needs")
+
+
+def test_the_python_api_refuses_a_string_for_its_lines(tiny_run):
+    """A string's characters were translated one by one, 11 outputs for "A dog runs.";
+    evaluate names an unknown metric in one line."""
+    translator = Translator.from_run(tiny_run, "cpu")
+    with pytest.raises(TypeError, match=r"a list of strings, e.g. \["):
+        translator.translate("A dog runs.")
+    with pytest.raises(TypeError, match="not a string"):
+        next(translator.translate_nbest_stream("A dog runs."))
+    assert len(translator.translate(["A dog runs."])) == 1
+    with pytest.raises(UserError, match="unknown metric 'meteor'; choose from bleu, chrf, ter"):
+        evaluate(["a"], ["a"], ("bleu", "meteor"))
+    with pytest.raises(UserError, match="1 lines of hypotheses and 2 of references"):
+        evaluate(["a"], ["a", "b"])

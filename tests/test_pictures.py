@@ -448,9 +448,11 @@ def test_bad_input_is_one_line(runs, tmp_path):
                    "model.safetensors", "not found")
     one_line_error(invoke("attention", "  ", "--run", transformer), "sentence is empty")
     one_line_error(invoke("attention", SENTENCE, "--run", transformer, "--layer", "3"),
-                   "--layer must be 1..2 or all", "'3'")
+                   "--layer must be 1..2 or all", "'3'", "this model has 2 layers")
     one_line_error(invoke("attention", SENTENCE, "--run", transformer, "--head", "0"),
-                   "--head must be 1..4 or all or mean")
+                   "--head must be 1..4 or all or mean", "this model has 4 heads")
+    one_line_error(invoke("attention", SENTENCE, "--run", gru, "--layer", "2"),
+                   "--layer must be 1 or all", "this model has 1 layer")
     one_line_error(invoke("attention", SENTENCE, "--run", gru, "--kind", "encoder"),
                    "--kind encoder", "GRU")
     one_line_error(invoke("attention", SENTENCE, "--run", transformer, "-o", "a.jpg"),

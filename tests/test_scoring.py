@@ -94,6 +94,7 @@ def test_score_command(run_dir, tmp_path):
     kept.write_text("earlier scores\n", encoding="utf-8")
     result = runner.invoke(app, [*args, "-o", str(kept)])
     assert result.exit_code == 1 and "line counts differ" in result.stderr
+    assert f"{tgt} has 1 line, " in result.stderr and result.stderr.rstrip().endswith(" more")
     assert len(result.stderr.strip().splitlines()) == 1
     assert kept.read_text(encoding="utf-8") == "earlier scores\n"  # written whole or not at all
 

@@ -165,8 +165,8 @@ def with_decode_options(command):
 RunOption = Annotated[Path | None, typer.Option(
     "--run", help="Run directory (default: the most recent run under runs/).")]
 EnsembleOption = Annotated[list[Path] | None, typer.Option(
-    "--ensemble", help="Another run to decode with, beside --run (repeatable): their "
-    "next-token probabilities are averaged. The runs must share a tokenizer.")]
+    "--ensemble", help="Another run beside --run (repeatable): their next-token "
+    "probabilities are averaged, to decode or to score. The runs must share a tokenizer.")]
 EngineOption = Annotated[EngineName, typer.Option(
     help="torch: nmt's own search; ctranslate2: the run's CTranslate2 export (`nmt export`), "
          "--run naming the run or the export directory.")]

@@ -31,9 +31,11 @@ def train(
     data: Annotated[Path | None, typer.Option(
         help="Corpus directory with SPLIT.LANG[.gz] files (train, val|valid|dev, test); "
         "default: the sample corpus that comes with nmt.")] = None,
-    src_lang: Annotated[str | None, typer.Option(help="Source language suffix.")] = None,
+    src_lang: Annotated[str | None, typer.Option(
+        help="Source language suffix (default: en).")] = None,
     tgt_lang: Annotated[str | None, typer.Option(
-        help="Target language suffix; several, as de,fr,cs: one model into each.")] = None,
+        help="Target language suffix; several, as de,fr,cs: one model into each (default: "
+        "de).")] = None,
     alignments: Annotated[Path | None, typer.Option(
         help="Word alignments of the training pairs, as fast_align or eflomal write them "
         "(0-0 1-2 ...): teach attention to follow them (guided alignment); with several "
@@ -54,12 +56,13 @@ def train(
         help="Stop after this much training time, e.g. 90s, 20m, 1h30m.")] = None,
     epochs: Annotated[int | None, typer.Option(help="Stop after this many epochs.")] = None,
     batch_tokens: Annotated[int | None, typer.Option(
-        help="Padded tokens per batch (sentences x longest side).")] = None,
+        help="Padded tokens per batch: sentences x (longest side + 1).")] = None,
     device: Annotated[Device | None, typer.Option(
         help="Where to train: auto picks cuda, mps, cpu.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     precision: Annotated[Precision | None, typer.Option(
-        help="auto: bf16 autocast on CUDA, float32 elsewhere.")] = None,
+        help="auto: bf16 autocast on CUDA (fp16 with loss scaling on GPUs without bf16), "
+        "float32 elsewhere.")] = None,
     accum: Annotated[int | None, typer.Option(
         help="Batches per update (gradient accumulation).")] = None,
     compile_model: Annotated[bool, typer.Option(
