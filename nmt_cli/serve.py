@@ -37,6 +37,7 @@ from .service import (
     check_settings,
     check_term_tokens,
     check_token_lengths,
+    check_writable,
     parse_query,
     run_info,
     translations_json,
@@ -124,6 +125,9 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
         if query.terms:
             check_term_tokens([sum(engine.target_lengths(own)) if own else 0
                                for own in query.terms], settings, name)
+        check_writable(query.prefixes or [], engine.writable, "prefix")
+        check_writable(sorted({term for own in query.terms or [] for term in own}),
+                       engine.writable, "term")
         texts = query.texts()
         try:
             found = await unless_gone(request, batcher.translate(

@@ -233,6 +233,16 @@ def check_token_lengths(lengths: list[int], longest: int, name: str, most: str) 
             raise ApiError(413, f"{name} {number} has {length:,} tokens; {most} {longest:,}")
 
 
+def check_writable(texts: list[str], writable: Callable[[str], bool], name: str) -> None:
+    """422 for a target prefix or term the model's vocabulary cannot spell, before decoding:
+    in a batch with other requests it would fail the batch, and each request would then be
+    decoded again on its own (batching.py)."""
+    for text in texts:
+        if text.strip() and not writable(text):
+            raise ApiError(422, f"the target {name} {text[:40]!r} has a character the model's "
+                                "vocabulary lacks, so it cannot be written")
+
+
 def check_term_tokens(lengths: list[int], settings: ServeConfig, name: str) -> None:
     """413 for a line (a sentence) whose glossary terms, the request's and the server's, hold
     more target tokens than --max-term-tokens: each must be placed by constrained search,

@@ -282,6 +282,19 @@ def test_bad_requests_get_a_json_error_and_the_server_serves_on(server, name):
     assert call(server.url + "/translate", {"text": "Hello."})[0] == 200
 
 
+def test_a_prefix_or_term_the_model_cannot_spell_is_refused_before_decoding(server):
+    """Found only in decoding, it failed its batch, and every request in it was then decoded
+    again on its own."""
+    before = call(server.url + "/health")[2]["batches"]
+    for body, name in (({"text": "Hi.", "prefix": "中文"}, "prefix"),
+                       ({"text": "A dog.", "glossary": {"dog": "中文"}}, "term")):
+        status, _, answer = call(server.url + "/translate", body)
+        assert status == 422, answer
+        assert answer["error"] == (f"the target {name} '中文' has a character the model's "
+                                   "vocabulary lacks, so it cannot be written")
+    assert call(server.url + "/health")[2]["batches"] == before
+
+
 def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
     """A client that says it will send 100 MB is answered 413 after its first bytes."""
     host, port = server.url.removeprefix("http://").split(":")
