@@ -13,6 +13,7 @@ the same loop trains data-parallel (distributed.py); rank 0 alone writes, valida
 
 from __future__ import annotations
 
+import gc
 import shutil
 import signal
 import time
@@ -321,7 +322,18 @@ def run_to_the_end(trainer: Trainer) -> Path:
     try:
         run_dir = trainer.run()
     except TrainingInterrupted:
-        distributed.leave(trainer.world)
+        leave_group(trainer)
         raise
-    distributed.leave(trainer.world)
+    leave_group(trainer)
     return run_dir
+
+
+def leave_group(trainer: Trainer) -> None:
+    """Let go of DistributedDataParallel, which holds the process group, then leave the group:
+    so it is torn down, its threads joined, while Python is whole. Held on to, it was torn
+    down at exit, and once in some twenty CI runs a rank aborted there ("terminate called
+    without an active exception")."""
+    if trainer.world.size > 1:
+        trainer.parallel_loss = None
+        gc.collect()
+    distributed.leave(trainer.world)
