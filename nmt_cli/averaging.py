@@ -155,9 +155,8 @@ def average_run(run_dir: Path, output: Path | None = None, last: int | None = No
     label = "ema" if ema else f"best{best}" if best else f"last{len(sources)}"
     output = (Path(output) if output
               else run_dir.resolve().with_name(f"{run_dir.resolve().name}-{label}"))
-    weights = mean_weights(sources)
-    if (own := run_dir / checkpoint.BEST_WEIGHTS).is_file():  # those of another run would not
-        check_alike(weights, sources[0], own)
+    own = run_dir / checkpoint.BEST_WEIGHTS  # kept weights of another model would not fit it
+    weights = mean_weights(sources, own if own.is_file() else None)
     created = make_output_dir(output)
     try:
         for name in (checkpoint.CONFIG_FILE, JOINT_FILE, SRC_FILE, TGT_FILE):
@@ -222,42 +221,34 @@ def validation_scores(run_dir: Path, metric: str) -> dict[int, float]:
             if r.get("kind") == "validate" and "step" in r and f"val_{metric}" in r}
 
 
-def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
+def mean_weights(paths: list[Path], model: Path | None = None) -> dict[str, torch.Tensor]:
     """The element-wise mean of the weights files `paths`, one tensor at a time, summed in
     float64 and returned in each tensor's own type: the mean of identical weights is those
-    weights, and that of two float32 tensors is exact (then rounded once)."""
+    weights, and that of two float32 tensors is exact (then rounded once). Each file must hold
+    the tensors of `model` (the run's own weights; none: the first file), by name and shape."""
+    like = model or paths[0]
+    unlike = f"{like}, so not this run's model" if model else f"{like}"
     with ExitStack() as stack:
         files = [stack.enter_context(open_weights(path)) for path in paths]
-        names = sorted(files[0].keys())
-        for path, f in zip(paths[1:], files[1:]):
+        reference = stack.enter_context(open_weights(model)) if model else files[0]
+        names = sorted(reference.keys())
+        for path, f in zip(paths, files):
             if sorted(f.keys()) != names:
-                raise UserError(f"{path}: holds other tensors than {paths[0]}")
+                raise UserError(f"{path}: holds other tensors than {unlike}")
         mean = {}
         for name in names:
+            shape = list(reference.get_slice(name).get_shape())
             tensors = [f.get_tensor(name) for f in files]
-            for path, tensor in zip(paths[1:], tensors[1:]):
-                if tensor.shape != tensors[0].shape:
+            for path, tensor in zip(paths, tensors):
+                if list(tensor.shape) != shape:
                     raise UserError(f"{path}: {name} has shape {list(tensor.shape)}, not "
-                                    f"{list(tensors[0].shape)} as in {paths[0]}")
+                                    f"{shape} as in {like}")
             if not tensors[0].is_floating_point():
                 mean[name] = tensors[0]
                 continue
             total = sum((t.double() for t in tensors[1:]), tensors[0].double())
             mean[name] = (total / len(tensors)).to(tensors[0].dtype)
     return mean
-
-
-def check_alike(weights: dict[str, torch.Tensor], source: Path, own: Path) -> None:
-    """The averaged `weights` (the first of them from `source`) hold the tensors of the run's
-    own weights `own`, by name and shape: those of its model."""
-    with open_weights(own) as f:
-        shapes = {name: list(f.get_slice(name).get_shape()) for name in f.keys()}
-    if shapes.keys() != weights.keys():
-        raise UserError(f"{source}: holds other tensors than {own}, so not this run's model")
-    for name, shape in shapes.items():
-        if list(weights[name].shape) != shape:
-            raise UserError(f"{source}: {name} has shape {list(weights[name].shape)}, not "
-                            f"{shape} as in {own}")
 
 
 def open_weights(path: Path):

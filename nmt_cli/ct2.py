@@ -81,11 +81,12 @@ def find_export(path: Path) -> Path:
                     f"with `nmt export {path} --format ctranslate2`")
 
 
-def read_export(path: Path) -> tuple[Path, int, list[str], bool]:
+def read_export(path: Path) -> tuple[Path, int, list[str], bool, str | None]:
     """The run an export came from, the positions its model has, its target languages (an
-    export made before they were recorded: its run's, when that is at hand, else none), and
+    export made before they were recorded: its run's, when that is at hand, else none),
     whether its model returns the attention that word alignments read (ALIGNMENT_LAYER's;
-    exports made before alignments were: another layer's, one head's)."""
+    exports made before alignments were: another layer's, one head's), and the SHA-256 of the
+    weights exported (none recorded before it was)."""
     file = path / EXPORT_FILE
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
@@ -95,18 +96,19 @@ def read_export(path: Path) -> tuple[Path, int, list[str], bool]:
         else:
             languages = run_languages(run)
         aligns = meta.get("alignment_layer") == ALIGNMENT_LAYER
-        return run, int(meta["max_positions"]), languages, aligns
+        digest = meta.get("weights_sha256")
+        return (run, int(meta["max_positions"]), languages, aligns,
+                digest if isinstance(digest, str) else None)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
 
 
-def check_up_to_date(path: Path, run_dir: Path) -> None:
-    """An export in a run's folder was made from the run's best weights as they are now, not
-    from those a resumed or fine-tuned run has since replaced (exports made before the weights
-    were recorded are not checked)."""
-    recorded = json.loads((path / EXPORT_FILE).read_text(encoding="utf-8")).get("weights_sha256")
+def check_up_to_date(path: Path, run_dir: Path, recorded: str | None) -> None:
+    """An export in a run's folder was made from the run's best weights as they are now (their
+    SHA-256 `recorded` at export), not from those a resumed or fine-tuned run has since
+    replaced (exports made before the weights were recorded are not checked)."""
     weights = run_dir / BEST_WEIGHTS
-    if isinstance(recorded, str) and weights.is_file() and sha256_of(weights) != recorded:
+    if recorded is not None and weights.is_file() and sha256_of(weights) != recorded:
         raise UserError(f"{path}: exported from weights of {run_dir} replaced since; export "
                         f"it again (nmt export {run_dir} --format ctranslate2 --force)")
 
@@ -152,10 +154,10 @@ class CTranslate2Translator(Engine):
         if device == "mps":
             raise UserError("--device mps: CTranslate2 runs on cpu or cuda only")
         path = find_export(path)
-        run_dir, max_positions, languages, aligns = read_export(path)
+        run_dir, max_positions, languages, aligns, digest = read_export(path)
         if (path.parent / CONFIG_FILE).is_file() and path.name == EXPORT_DIR:  # a run's own
             run_dir = path.parent
-            check_up_to_date(path, run_dir)
+            check_up_to_date(path, run_dir, digest)
         try:
             translator = ctranslate2.Translator(
                 str(path), device=device, compute_type=compute_type(precision, quantize),

@@ -119,15 +119,17 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
         name = "sentence" if query.split is not None else "line"
         check_token_lengths(engine.source_lengths(query.sentences(), query.config),
                             engine.max_positions - 1, name, "the model reads at most")
-        if query.prefixes:
-            check_token_lengths(engine.target_lengths(query.prefixes), engine.max_positions,
-                                "prefix", "a translation holds at most")
+        if query.prefixes:  # each text encoded once, for its length and its spelling
+            prefix_ids = engine.tokenizer.encode_tgt(query.prefixes)
+            check_token_lengths(list(map(len, prefix_ids)), engine.max_positions, "prefix",
+                                "a translation holds at most")
+            check_writable(query.prefixes, prefix_ids, "prefix")
         if query.terms:
-            check_term_tokens([sum(engine.target_lengths(own)) if own else 0
-                               for own in query.terms], settings, name)
-        check_writable(query.prefixes or [], engine.writable, "prefix")
-        check_writable(sorted({term for own in query.terms or [] for term in own}),
-                       engine.writable, "term")
+            distinct = sorted({term for own in query.terms for term in own})
+            term_ids = dict(zip(distinct, engine.tokenizer.encode_tgt(distinct)))
+            check_term_tokens([sum(len(term_ids[term]) for term in own) for own in query.terms],
+                              settings, name)
+            check_writable(distinct, [term_ids[term] for term in distinct], "term")
         texts = query.texts()
         try:
             found = await unless_gone(request, batcher.translate(

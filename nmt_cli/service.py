@@ -25,6 +25,7 @@ from .events import finite
 from .glossary import Glossary, read_glossary
 from .languages import checked_sources, chosen_tag
 from .markup import Marked, parsed
+from .special_tokens import UNK_ID
 from .translate import Split, Translation
 
 REQUEST_FIELDS = ("text", "beam", "nbest", "tgt_lang", "prefix", "alignment", "markup",
@@ -233,12 +234,12 @@ def check_token_lengths(lengths: list[int], longest: int, name: str, most: str) 
             raise ApiError(413, f"{name} {number} has {length:,} tokens; {most} {longest:,}")
 
 
-def check_writable(texts: list[str], writable: Callable[[str], bool], name: str) -> None:
-    """422 for a target prefix or term the model's vocabulary cannot spell, before decoding:
-    in a batch with other requests it would fail the batch, and each request would then be
-    decoded again on its own (batching.py)."""
-    for text in texts:
-        if text.strip() and not writable(text):
+def check_writable(texts: list[str], ids: list[list[int]], name: str) -> None:
+    """422 for a target prefix or term (of target `ids`) the model's vocabulary cannot spell,
+    before decoding: in a batch with other requests it would fail the batch, and each request
+    would then be decoded again on its own (batching.py)."""
+    for text, own in zip(texts, ids):
+        if text.strip() and UNK_ID in own:
             raise ApiError(422, f"the target {name} {text[:40]!r} has a character the model's "
                                 "vocabulary lacks, so it cannot be written")
 

@@ -122,10 +122,6 @@ class Engine:
         """Whether the model's target vocabulary spells `text` (no piece of it is <unk>)."""
         return UNK_ID not in self.tokenizer.encode_tgt([text])[0]
 
-    def target_lengths(self, texts: list[str]) -> list[int]:
-        """Each text's length in target tokens (a prefix's, a term's), as decoding encodes it."""
-        return [len(ids) for ids in self.tokenizer.encode_tgt(texts)]
-
     def source_lengths(self, lines: list[str], config: DecodeConfig) -> list[int]:
         """Each line's length in tokens as decoding encodes it (with the language tag of
         config.tgt_lang, if any), before it is cut to the max_positions - 1 the model reads
