@@ -11,6 +11,10 @@ those without (a line without one has the prefix ""), requests with glossary ter
 without (a line without any has none), and requests for word alignments with those without
 (whose alignments go unread).
 
+The queue is bounded: a request that would make more than `max_queued` lines wait is refused
+(Busy: the server answers 503 with Retry-After) rather than left waiting behind them, so that
+an overloaded server says so at once and a client or load balancer can go elsewhere.
+
 That thread is the only one in the server that runs PyTorch: the model is loaded on it too
 (`decoding_thread`). PyTorch's CPU kernels share work with threads of an OpenMP pool that
 belongs to the thread calling them. Once a second thread had run such work, each had a pool,
@@ -37,6 +41,10 @@ from .translate import Translation
 Decode = Callable[..., list[list[Translation]]]  # Engine.translate_nbest
 
 
+class Busy(Exception):
+    """The queue holds too many lines to take a request now: try again later."""
+
+
 @dataclass(eq=False)  # compared by identity: two equal requests are still two jobs
 class Job:
     lines: list[str]
@@ -53,8 +61,9 @@ class Batcher:
     as a task on the event loop that calls `translate`."""
 
     def __init__(self, decode: Decode, max_lines: int, max_wait: float,
-                 thread: ThreadPoolExecutor | None = None):
+                 thread: ThreadPoolExecutor | None = None, max_queued: int | None = None):
         self.decode, self.max_lines, self.max_wait = decode, max_lines, max_wait
+        self.max_queued = max_queued  # lines waiting, at most (None: no bound)
         self.waiting: list[Job] = []
         self.arrived = asyncio.Event()
         self.received = self.answered = self.batches = 0  # requests, and decoding calls
@@ -65,7 +74,13 @@ class Batcher:
                         terms: list[list[str]] | None = None) -> list[list[Translation]]:
         """The n-best lists of `lines` (each opening with its prefix, if any; with
         `alignment`, with word alignments; each holding its `terms`, if any), once a batch
-        holding them is decoded."""
+        holding them is decoded. Busy when the lines waiting, with these, would exceed
+        max_queued (unless none waits)."""
+        queued = self.lines_queued()
+        if self.max_queued is not None and queued and queued + len(lines) > self.max_queued:
+            waits = "line waits" if queued == 1 else "lines wait"
+            raise Busy(f"busy: {queued:,} {waits} for the decoder, and {len(lines):,} more "
+                       f"would pass the server's {self.max_queued:,}; try again shortly")
         job = Job(lines, config, nbest, asyncio.get_running_loop().create_future(), prefixes,
                   alignment, terms)
         self.waiting.append(job)
@@ -77,7 +92,12 @@ class Batcher:
             self.answered += 1
 
     def counts(self) -> dict[str, int]:
-        return {"received": self.received, "answered": self.answered, "batches": self.batches}
+        return {"received": self.received, "answered": self.answered, "batches": self.batches,
+                "queued_lines": self.lines_queued()}
+
+    def lines_queued(self) -> int:
+        """The lines of the requests that wait for the decoder (not those it decodes)."""
+        return sum(len(job.lines) for job in self.waiting if not job.done.done())
 
     async def run(self) -> None:
         """Decode batch after batch, until cancelled."""

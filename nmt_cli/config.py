@@ -241,12 +241,17 @@ class ServeConfig:
     # the target tokens of the glossary terms a line's translation must hold: constrained
     # search takes longer the more it must place (bench/RESULTS.md)
     max_term_tokens: int = 32
+    # the lines that may wait for the decoder: a request that would make them more is refused
+    # (503, retry later) rather than left waiting behind them. A request is taken whatever
+    # its size when no line waits
+    max_queued_lines: int = 1000
 
     def __post_init__(self) -> None:
         check_choice("--engine", self.engine, ENGINES)
         if not 0 <= self.port <= 65535:
             raise UserError(f"--port must lie between 0 and 65535 (got {self.port})")
-        for name in ("max_lines", "max_chars", "max_beam", "max_term_tokens"):
+        for name in ("max_lines", "max_chars", "max_beam", "max_term_tokens",
+                     "max_queued_lines"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1 "
                                 f"(got {getattr(self, name)})")

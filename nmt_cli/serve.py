@@ -1,12 +1,14 @@
 """`nmt serve`: a trained run behind an HTTP JSON API, on FastAPI and uvicorn.
 
     POST /translate  {"text": "Hello." or ["Hello.", ...], "beam": 5, "nbest": 1, "prefix": ...}
-    GET  /health     {"status": "ok", "received": N, "answered": N, "batches": N}
+    GET  /health     {"status": "ok", "received": N, "answered": N, "batches": N,
+                      "queued_lines": N}
     GET  /info       the run's languages, architecture, parameters and best validation BLEU
 
 This layer only reads bodies and writes answers. service.py checks each request and shapes
 each answer; batching.py decodes concurrent requests together on one worker, through the same
-Translator as `nmt translate`. Every refused request gets a 4xx answer {"error": "..."}.
+Translator as `nmt translate`. Every refused request gets a 4xx answer {"error": "..."}, or a
+503 with Retry-After while too many lines wait for the decoder (--max-queued-lines).
 On SIGTERM the server stops accepting connections, answers the requests it holds, and exits 0.
 Imported only by `nmt serve`: FastAPI and uvicorn come with the `serve` extra.
 """
@@ -27,7 +29,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from .batching import Batcher, decoding_thread
+from .batching import Batcher, Busy, decoding_thread
 from .config import DecodeConfig
 from .errors import UserError
 from .glossary import Glossary, read_glossary
@@ -45,6 +47,7 @@ from .service import (
 from .translate import Engine, load_engine
 
 MAX_CONNECTIONS = 256  # open at once; uvicorn answers more with 503
+RETRY_AFTER_S = 1  # seconds a busy server (--max-queued-lines) asks a client to wait
 T = TypeVar("T")
 
 
@@ -85,7 +88,7 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
     which decodes on `thread` (default: a new decoding_thread()); `glossary` is the server's
     (--glossary), which a request's "glossary" adds to."""
     batcher = Batcher(engine.translate_nbest, decode.batch_size, settings.max_wait_ms / 1000,
-                      thread)
+                      thread, settings.max_queued_lines)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -137,6 +140,8 @@ def create_app(engine: Engine, info: dict[str, Any], settings: ServeConfig,
                 query.terms))
         except UserError as e:  # a glossary term or a prefix the model cannot write
             raise ApiError(422, str(e)) from None
+        except Busy as e:
+            raise ApiError(503, str(e), {"Retry-After": str(RETRY_AFTER_S)}) from None
         terms = query.terms
         if query.split is not None:
             found, terms = query.split.joined(found), query.split.per_line(terms)
@@ -192,7 +197,8 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
 
 
 async def refused(request: Request, error: ApiError) -> JSONResponse:
-    return JSONResponse({"error": error.message}, status_code=error.status)
+    return JSONResponse({"error": error.message}, status_code=error.status,
+                        headers=error.headers)
 
 
 async def http_error(request: Request, error: HTTPException) -> JSONResponse:

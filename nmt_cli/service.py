@@ -43,11 +43,12 @@ def check_settings(settings: ServeConfig, decode: DecodeConfig) -> None:
 
 
 class ApiError(Exception):
-    """A request the server refuses: an HTTP status and a one-line reason."""
+    """A request the server refuses: an HTTP status and a one-line reason (and headers, such
+    as a 503's Retry-After)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.headers = status, message, headers
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,8 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
         "limits": {"lines": settings.max_lines, "characters_per_line": settings.max_chars,
                    "tokens_per_line": longest, "beam": settings.max_beam,
                    "glossary_terms": MAX_TERMS, "term_tokens_per_line": settings.max_term_tokens,
-                   "glossary_source_characters": MAX_TERM_CHARACTERS},
+                   "glossary_source_characters": MAX_TERM_CHARACTERS,
+                   "queued_lines": settings.max_queued_lines},
     }
 
 

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 import nmt_cli
 from nmt_cli import DecodeConfig, Translator, resolve_config
-from nmt_cli.batching import Batcher
+from nmt_cli.batching import Batcher, Busy
 from nmt_cli.cli import app
 from nmt_cli.errors import UserError
 from nmt_cli.markup import parse
@@ -321,6 +321,7 @@ def test_info_describes_the_run_and_names_no_path(server, run_dir, translator):
     assert info["glossary_terms"] == 0 and info["limits"]["glossary_terms"] == 1000
     assert info["limits"]["tokens_per_line"] == translator.run.model.max_positions - 1
     assert info["limits"]["term_tokens_per_line"] == 32
+    assert info["limits"]["queued_lines"] == 1000
     for path in ("/health", "/info"):  # as a monitor may ask
         request = urllib.request.Request(server.url + path, method="HEAD")
         with urllib.request.urlopen(request, timeout=60) as answer:
@@ -444,8 +445,11 @@ def test_sigterm_answers_every_request_it_holds_then_exits_0(run_dir, translator
 def test_a_request_whose_client_has_gone_is_not_decoded(run_dir):
     """A request arrives while the decoder is busy, and its client hangs up: it is dropped
     before its batch (a second of waiting for company, --max-wait-ms) is decoded. The next
-    request asks for another beam, so it could not have shared that batch: two in all."""
-    server = Server(run_dir, "--max-wait-ms", "1000", *SHORT_OPTIONS)
+    request asks for another beam, so it could not have shared that batch: two in all.
+    While that request waits, the queue is full (--max-queued-lines 1): one more is refused
+    at once with a JSON 503 and Retry-After."""
+    server = Server(run_dir, "--max-wait-ms", "1000", "--max-queued-lines", "1",
+                    *SHORT_OPTIONS)
     host, port = server.url.removeprefix("http://").split(":")
 
     def health() -> dict:
@@ -466,10 +470,21 @@ def test_a_request_whose_client_has_gone_is_not_decoded(run_dir):
             gone.request("POST", "/translate", body=json.dumps({"text": "Hello."}),
                          headers={"Content-Type": "application/json"})
             wait_for("received", 2)
+            assert health()["queued_lines"] == 1
+            busy_now = http.client.HTTPConnection(host, int(port), timeout=60)
+            busy_now.request("POST", "/translate", body=json.dumps({"text": "Hi."}),
+                             headers={"Content-Type": "application/json"})
+            refused = busy_now.getresponse()
+            assert (refused.status, refused.getheader("Retry-After"),
+                    refused.getheader("Content-Type")) == (503, "1", "application/json")
+            assert json.loads(refused.read())["error"].startswith(
+                "busy: 1 line waits for the decoder, and 1 more would pass the server's 1")
+            busy_now.close()
             gone.close()
             assert busy.result()[0] == 200
         assert call(server.url + "/translate", {"text": "Hello.", "beam": 3})[0] == 200
-        assert health() == {"status": "ok", "received": 3, "answered": 3, "batches": 2}
+        assert health() == {"status": "ok", "received": 3, "answered": 3, "batches": 2,
+                            "queued_lines": 0}
     finally:
         assert server.stop() == 0
 
@@ -660,3 +675,44 @@ def test_a_request_that_breaks_the_decoder_fails_alone(capsys):
     _, answers = run_batcher([(["fine"], 1, 1), (["unwritable"], 1, 1)], 6)
     assert isinstance(answers[1], UserError) and answers[0][0][0].text == "fine|beam 1|0"
     assert capsys.readouterr().err == ""
+
+
+def test_a_request_that_would_overfill_the_queue_is_refused_at_once():
+    """While the decoder holds a batch, requests wait; one that would make more than
+    max_queued lines wait is refused (Busy) without waiting, one that fits is taken, and a
+    request of any size is taken when none waits."""
+    release, calls = threading.Event(), []
+    record = recording_decoder(calls)
+
+    def decode(lines, *args, **kwargs):
+        release.wait(60)
+        return record(lines, *args, **kwargs)
+
+    async def main():
+        batcher = Batcher(decode, max_lines=2, max_wait=0, max_queued=3)
+        worker = asyncio.create_task(batcher.run())
+        config = DecodeConfig()
+        held = asyncio.ensure_future(batcher.translate(["a", "b"], config))
+        while not batcher.batches:  # the decoder holds "a" and "b"
+            await asyncio.sleep(0.001)
+        waiting = asyncio.ensure_future(batcher.translate(["c", "d"], config))
+        await asyncio.sleep(0)
+        queued = batcher.counts()["queued_lines"]
+        with pytest.raises(Busy, match="2 lines wait for the decoder, and 2 more would pass "
+                                       "the server's 3"):
+            await batcher.translate(["e", "f"], config)
+        fits = asyncio.ensure_future(batcher.translate(["g"], config))
+        await asyncio.sleep(0)
+        release.set()
+        answers = [await job for job in (held, waiting, fits)]
+        alone = await batcher.translate([str(i) for i in range(5)], config)  # none waits
+        worker.cancel()
+        batcher.close()
+        return queued, answers, alone, batcher.counts()
+
+    queued, answers, alone, counts = asyncio.run(main())
+    assert queued == 2
+    assert [[h[0].text.split("|")[0] for h in answer] for answer in answers] == [
+        ["a", "b"], ["c", "d"], ["g"]]
+    assert len(alone) == 5 and "e" not in [line for call in calls for line in call[0]]
+    assert counts == {"received": 4, "answered": 4, "batches": 4, "queued_lines": 0}

@@ -43,6 +43,10 @@ def serve(
     max_term_tokens: Annotated[int, typer.Option(
         help="Target tokens of the glossary terms a line's translation must hold, at most.")
     ] = DEFAULTS.max_term_tokens,
+    max_queued_lines: Annotated[int, typer.Option(
+        help="Lines that may wait for the decoder; a request that would make them more is "
+        "refused with 503 and Retry-After, to be sent again later.")
+    ] = DEFAULTS.max_queued_lines,
     ensemble: EnsembleOption = None,
 ):
     """Serve a run over HTTP: POST /translate, GET /health, GET /info (JSON).
@@ -55,7 +59,7 @@ def serve(
     from ..checkpoint import latest_run
 
     settings = ServeConfig(host, port, engine, max_lines, max_chars, max_beam, max_wait_ms,
-                           max_term_tokens)
+                           max_term_tokens, max_queued_lines)
     server = server_module()
     if not is_loopback(host):
         say(f"warning: --host {host} answers other machines too, and nmt serve has no "
