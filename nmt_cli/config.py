@@ -82,10 +82,12 @@ class TokenizerConfig:
 class ModelConfig:
     arch: str = "transformer"  # transformer | gru
     d_model: int = 256  # embedding size; Transformer width; GRU hidden size
+    # Transformer only, as are d_ff and norm_first (TRANSFORMER_ONLY): the GRU has one
+    # bidirectional encoder layer, one decoder layer and one attention score (models/gru.py)
     num_heads: int = 4
     num_encoder_layers: int = 3
     num_decoder_layers: int = 3
-    d_ff: int = 1024  # Transformer feed-forward inner size
+    d_ff: int = 1024  # feed-forward inner size
     dropout: float = 0.1
     norm_first: bool = True  # pre-norm; False gives the post-norm of the original paper
     tie_embeddings: bool = True  # output projection shares the target embedding matrix
@@ -615,6 +617,17 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
         config = apply_overrides(config, {"data.alignments": ",".join(
             str(Path(path).resolve()) for path in config.data.alignments.split(","))})
     return config
+
+
+TRANSFORMER_ONLY = ("model.num_heads", "model.num_encoder_layers", "model.num_decoder_layers",
+                    "model.d_ff", "model.norm_first")
+
+
+def unread_settings(config: Config, given: dict[str, Any]) -> list[str]:
+    """The settings of `given` that `config`'s model family does not read: a GRU's
+    Transformer settings, which a settings list shared by both families may hold (a
+    Transformer's model.attention is an error instead: resolve_config)."""
+    return [key for key in given if config.model.arch == "gru" and key in TRANSFORMER_ONLY]
 
 
 def to_dict(config: Config) -> dict[str, Any]:

@@ -120,6 +120,18 @@ def one_line_error(result, *needles: str) -> None:
         assert needle in message, message
 
 
+def test_train_notes_the_settings_a_gru_does_not_read(tmp_path):
+    missing = str(tmp_path / "none")  # the notes come before the corpus is read
+    result = invoke("train", "--arch", "gru", "--data", missing, *TINY_SETTINGS)
+    assert result.stderr.splitlines()[:3] == [
+        "note: --set model.d_ff: a GRU does not read it (Transformer only)",
+        "note: --set model.num_encoder_layers: a GRU does not read it (Transformer only)",
+        "note: --set model.num_decoder_layers: a GRU does not read it (Transformer only)"]
+    transformer = invoke("train", "--data", missing, *TINY_SETTINGS)
+    assert "note:" not in transformer.stderr and missing in transformer.stderr
+    assert result.stderr.splitlines()[3:] == transformer.stderr.splitlines()
+
+
 def test_bad_corpora(tmp_path):
     mismatched = write_corpus(tmp_path / "mismatch", {"train": (["a", "b"], ["x"]),
                                                       "val": (["a"], ["x"])})

@@ -22,6 +22,7 @@ from nmt_cli.config import (
     resolve_config,
     resume_config,
     to_dict,
+    unread_settings,
 )
 
 
@@ -130,6 +131,18 @@ def test_an_attention_score_for_a_transformer_is_refused_not_ignored():
     assert resolve_config(settings=["model.attention=none"],
                           options={"model.arch": "gru"}).model.attention == "none"
     assert resolve_config("gru", settings=["model.attention=dot"]).model.attention == "dot"
+
+
+def test_a_grus_transformer_settings_are_named_as_unread():
+    """A GRU reads no heads, layers, feed-forward size or norm placement: train notes the
+    ones given (a list of settings shared by both families may hold them)."""
+    given = {"model.d_ff": 64, "model.num_encoder_layers": 2, "model.d_model": 32,
+             "model.num_heads": 2, "model.norm_first": False, "model.num_decoder_layers": 1}
+    gru = resolve_config(options={"model.arch": "gru"})
+    assert unread_settings(gru, given) == ["model.d_ff", "model.num_encoder_layers",
+                                           "model.num_heads", "model.norm_first",
+                                           "model.num_decoder_layers"]
+    assert unread_settings(resolve_config(), given) == []
 
 
 def test_a_limit_option_replaces_every_earlier_limit():

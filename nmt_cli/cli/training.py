@@ -18,6 +18,7 @@ from ..config import (
     resolve_config,
     resume_config,
     to_toml,
+    unread_settings,
 )
 from ..errors import UserError
 from ..stopping import TrainingInterrupted, ignore_stop_signals
@@ -114,12 +115,16 @@ def train(
         print(to_toml(settings_to_train(resume, preset_name, config_file, settings, options)),
               end="")
         return
+    if resume is None:
+        config = resolve_config(preset_name, config_file, settings, options)
+        for key in unread_settings(config, command_line_overrides(settings)):
+            err.print(f"note: --set {key}: a GRU does not read it (Transformer only)",
+                      highlight=False, soft_wrap=True)
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
             run_dir = resume_training(resume, command_line_overrides(settings, options),
                                       on_event=display.show)
         else:
-            config = resolve_config(preset_name, config_file, settings, options)
             run_dir = train_model(config, run, on_event=display.show)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
         print(run_dir)
