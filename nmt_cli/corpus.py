@@ -182,6 +182,14 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                + (f"; {blank:,} have a blank line: no links" if blank else "")
                + (" (prepared)" if is_prepared else ""))
     val = encode_parallel(val_text, tokenizer, config.model.max_positions)
+    if not val.src:
+        raise UserError(f"val: none of its {len(val_text.src):,} pairs can be scored ("
+                        f"{val.empty:,} have a blank side, {val.too_long:,} are longer than "
+                        f"model.max_positions): the validation loss and scores need pairs of "
+                        "sentences")
+    if val.empty:
+        report(f"val: {val.empty:,} of {len(val_text.src):,} pairs have a blank side: the "
+               "validation loss leaves them out, and BLEU and chrF score their translations")
     if val.too_long:
         report(f"val: {val.too_long:,} of {len(val_text.src):,} pairs are longer than "
                f"model.max_positions ({config.model.max_positions:,} tokens): the validation "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,22 +43,46 @@ def corpus_dir(data_dir: str | Path) -> Path:
     return Path(data_dir) if str(data_dir) else sample_corpus()
 
 
-def find_split_file(data_dir: Path, split: str, lang: str) -> Path:
-    """The file of `split` in `lang`: e.g. val.en, valid.en.gz, or test_2016_flickr.en.gz."""
+def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
+    """The source and target files of `split`, of one name: val.en and val.de (either may be
+    gzipped), or test_2017.en and test_2017.de, never one test set's sources beside another's
+    references. Named test sets (test_2016_flickr, test_2017_mscoco) are taken in order of
+    name, after a plain `test`; the first held in both languages is the pair."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise UserError(f"corpus folder {data_dir}: "
                         f"{'a file, not a folder' if data_dir.exists() else 'no such directory'}")
-    for name in SPLITS[split]:
-        for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
-            if candidate.is_file():
-                return candidate
-    if split == "test":  # named test sets such as test_2016_flickr: take the first by name
-        named = sorted(data_dir.glob(f"test_*.{lang}")) + sorted(data_dir.glob(f"test_*.{lang}.gz"))
-        if named:
-            return named[0]
-    names = " or ".join(f"{n}.{lang}[.gz]" for n in SPLITS[split])
-    raise UserError(f"{data_dir}: no {split} file for language {lang!r} (looked for {names})")
+    languages = (src_lang, tgt_lang)
+    names = list(SPLITS[split])
+    if split == "test":  # named test sets, such as test_2016_flickr
+        names += sorted({path.name.removesuffix(".gz").removesuffix(f".{lang}")
+                         for lang in languages for end in ("", ".gz")
+                         for path in data_dir.glob(f"test_*.{lang}{end}")})
+    found = [[file_named(data_dir, name, lang) for lang in languages] for name in names]
+    for src, tgt in found:
+        if src is not None and tgt is not None:
+            return src, tgt
+    for side, lang in enumerate(languages):
+        if not any(files[side] for files in found):
+            looked = " or ".join(f"{n}.{lang}[.gz]" for n in SPLITS[split])
+            raise UserError(f"{data_dir}: no {split} file for language {lang!r} "
+                            f"(looked for {looked})")
+    alone = ", ".join(path.name for files in found for path in files if path)
+    raise UserError(f"{data_dir}: no {split} file in {src_lang!r} has one of the same name in "
+                    f"{tgt_lang!r} ({alone}); name a pair alike, as {names[0]}.{src_lang} and "
+                    f"{names[0]}.{tgt_lang}")
+
+
+def file_named(data_dir: Path, name: str, lang: str) -> Path | None:
+    """NAME.LANG, else NAME.LANG.gz, in `data_dir`; None when neither is there. A link to
+    nothing is an error: the file is named, but cannot be read."""
+    for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
+        if candidate.is_file():
+            return candidate
+        if candidate.is_symlink():
+            raise UserError(f"{candidate}: a link to {os.readlink(candidate)}, which is not "
+                            "a file")
+    return None
 
 
 def iter_lines(path: Path) -> Iterator[str]:
@@ -84,8 +109,12 @@ def iter_lines(path: Path) -> Iterator[str]:
 
 def decode_lines(lines: Iterable[bytes], name: str) -> Iterator[str]:
     """Lines of bytes (a file, stdin) as text: UTF-8, without line ends or a leading byte-order
-    mark; bad UTF-8 is an error named by `name` and line."""
+    mark; bad UTF-8 is an error named by `name` and line, and so are lines ended by a carriage
+    return alone (classic Mac OS), which would read as one line."""
     for number, line in enumerate(lines, start=1):
+        if number == 1 and not line.endswith(b"\n") and b"\r" in line.rstrip(b"\r"):
+            raise UserError(f"{name}: its lines end in a carriage return alone (CR, as on "
+                            "classic Mac OS), not a line feed; convert them: tr '\\r' '\\n'")
         try:
             text = line.removesuffix(b"\n").decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as e:
@@ -129,8 +158,7 @@ def load_split(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> Para
     "de,fr"), those of each in turn, every source opened by its language's tag."""
     text = ParallelText([], [])
     for language, tag in tagged_languages(tgt_lang):
-        pairs = read_parallel(find_split_file(data_dir, split, src_lang),
-                              find_split_file(data_dir, split, language))
+        pairs = read_parallel(*split_pair(data_dir, split, src_lang, language))
         text.src += [tag_line(line, tag) for line in pairs.src]
         text.tgt += pairs.tgt
         text.parts.append(len(pairs.src))

@@ -15,7 +15,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 
 from .checkpoint import read_config
 from .config import DecodeConfig
-from .data import corpus_dir, find_split_file, read_lines, read_parallel
+from .data import corpus_dir, read_lines, read_parallel, split_pair
 from .errors import UserError
 from .files import atomic_write_text
 from .languages import checked_sources
@@ -109,8 +109,7 @@ def test_files_of_run(run_dir: Path, tgt_lang: str = "") -> tuple[Path, Path]:
     for a run with several target languages."""
     data = read_config(run_dir)[0].data
     folder = corpus_dir(data.data_dir)
-    return (find_split_file(folder, "test", data.src_lang),
-            find_split_file(folder, "test", tgt_lang or data.tgt_lang))
+    return split_pair(folder, "test", data.src_lang, tgt_lang or data.tgt_lang)
 
 
 def save_translations(evaluation: Evaluation, path: Path) -> None:

@@ -59,9 +59,9 @@ from .data import (
     EncodedText,
     ParallelText,
     encode_parallel,
-    find_split_file,
     iter_lines,
     load_split,
+    split_pair,
 )
 from .errors import UserError, in_file
 from .files import atomic_write
@@ -389,17 +389,19 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     check_languages(tgt_lang, "--tgt-lang")
     if alignments:
         check_alignment_files(",".join(map(str, alignments)), tgt_lang)
-    src_path = find_split_file(data_dir, "train", src_lang)
-    files = [(src_path, find_split_file(data_dir, "train", language), tag)
+    files = [(*split_pair(data_dir, "train", src_lang, language), tag)
              for language, tag in tagged_languages(tgt_lang)]
-    val_paths = [find_split_file(data_dir, "val", lang)
-                 for lang in (src_lang, *target_languages(tgt_lang))]
+    val_paths = split_files(data_dir, "val", src_lang, target_languages(tgt_lang))
     load_split(data_dir, "val", src_lang, tgt_lang)  # read as training reads it: now, not then
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
     if is_prepared(out_dir) and not replace:
         raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
                         "replace it (runs trained on it can then not be resumed)")
+    if out_dir.is_dir() and not is_prepared(out_dir) and (held := text_corpus_files(out_dir)):
+        raise UserError(f"--out {out_dir}: holds a corpus as text ({', '.join(held[:4])}"
+                        f"{', ...' if len(held) > 4 else ''}), whose validation and test files "
+                        "preparing would replace; choose a new or empty folder")
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
@@ -426,7 +428,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
                             "data.max_len_ratio, uneven)")
         languages = (src_lang, *target_languages(tgt_lang))
         remove_split_copies(out_dir, languages)
-        for path in val_paths + files_of_test_split(data_dir, languages):
+        for path in val_paths + files_of_test_split(data_dir, src_lang,
+                                                    target_languages(tgt_lang)):
             shutil.copyfile(path, out_dir / path.name)
         info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
                 "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
@@ -474,10 +477,25 @@ def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:
             path.unlink()
 
 
-def files_of_test_split(data_dir: Path, languages: tuple[str, ...]) -> list[Path]:
-    """The test split's file in each language; none unless it has one in each."""
+def text_corpus_files(folder: Path) -> list[str]:
+    """The names of the files in `folder` that a split would be read from (train.en,
+    valid.de.gz, test_2016.fr, ...), in order."""
+    stems = {name for names in SPLITS.values() for name in names}
+    return sorted(path.name for path in folder.iterdir() if path.is_file() and (
+        path.name.split(".")[0] in stems or path.name.startswith("test_")))
+
+
+def split_files(data_dir: Path, split: str, src_lang: str, tgt_langs: list[str]) -> list[Path]:
+    """The files of `split`: its source file and target file into each language (split_pair),
+    each once."""
+    pairs = [split_pair(data_dir, split, src_lang, language) for language in tgt_langs]
+    return list(dict.fromkeys(path for pair in pairs for path in pair))
+
+
+def files_of_test_split(data_dir: Path, src_lang: str, tgt_langs: list[str]) -> list[Path]:
+    """The test split's files (split_files); none unless it has a pair into each language."""
     try:
-        return [find_split_file(data_dir, "test", lang) for lang in languages]
+        return split_files(data_dir, "test", src_lang, tgt_langs)
     except UserError:
         return []
 

@@ -11,9 +11,9 @@ import torch
 from nmt_cli.config import UserError
 from nmt_cli.data import (
     Batch,
-    find_split_file,
     read_lines,
     read_parallel,
+    split_pair,
     token_batches,
     uneven,
 )
@@ -113,13 +113,33 @@ def test_mismatched_line_counts_name_both_files(tmp_path):
 
 
 def test_split_names(tmp_path):
-    for name in ("train.en.gz", "valid.en", "dev.en", "test_2016_flickr.en.gz"):
+    for name in ("train.en.gz", "train.de", "valid.en", "valid.de", "dev.en",
+                 "test_2016_flickr.en.gz", "test_2016_flickr.de.gz"):
         (tmp_path / name).write_text("x\n")
-    assert find_split_file(tmp_path, "train", "en").name == "train.en.gz"
-    assert find_split_file(tmp_path, "val", "en").name == "valid.en"
-    assert find_split_file(tmp_path, "test", "en").name == "test_2016_flickr.en.gz"
-    with pytest.raises(UserError, match="no train file for language 'de'"):
-        find_split_file(tmp_path, "train", "de")
+    assert [p.name for p in split_pair(tmp_path, "train", "en", "de")] == ["train.en.gz",
+                                                                           "train.de"]
+    assert [p.name for p in split_pair(tmp_path, "val", "en", "de")] == ["valid.en", "valid.de"]
+    assert [p.name for p in split_pair(tmp_path, "test", "en", "de")] == [
+        "test_2016_flickr.en.gz", "test_2016_flickr.de.gz"]
+    with pytest.raises(UserError, match="no train file for language 'fr'"):
+        split_pair(tmp_path, "train", "en", "fr")
+
+
+def test_named_test_sets_pair_by_name_not_by_order(tmp_path):
+    """A corpus holding test_2016.en (and no German of it) and test_2017.en/.de: the pair is
+    2017's; a source of one set was scored against another's references."""
+    for name in ("test_2016.en", "test_2017.en.gz", "test_2017.de", "test_2018.de"):
+        (tmp_path / name).write_text("x\n")
+    assert [p.name for p in split_pair(tmp_path, "test", "en", "de")] == ["test_2017.en.gz",
+                                                                          "test_2017.de"]
+    (tmp_path / "test_2017.de").unlink()
+    with pytest.raises(UserError, match=r"no test file in 'en' has one of the same name in "
+                                        r"'de' \(test_2016.en, test_2017.en.gz, test_2018.de\)"):
+        split_pair(tmp_path, "test", "en", "de")
+    (tmp_path / "val.en").write_text("x\n")
+    (tmp_path / "val.de").symlink_to(tmp_path / "gone.de")
+    with pytest.raises(UserError, match=r"val.de: a link to .*gone.de, which is not a file"):
+        split_pair(tmp_path, "val", "en", "de")
 
 
 def test_corrupt_gzip_is_a_clear_error(tmp_path):
@@ -150,3 +170,15 @@ def test_prefetched_batches_equal_batches_built_on_demand():
         assert all(torch.equal(a, b) for a, b in zip(got.tensors(), expected.tensors()))
     assert not loader.ready
     loader.close()
+
+
+def test_lines_ended_by_a_carriage_return_alone_are_an_error_not_one_line(tmp_path):
+    """A file from classic Mac OS read as one line: training failed inside SentencePiece,
+    and translating gave one line for five. A lone CR inside a line of a LF file is text."""
+    old_mac = tmp_path / "mac.en"
+    old_mac.write_bytes(b"A dog.\rA cat.\rA bird.\r")
+    with pytest.raises(UserError, match=r"mac.en: its lines end in a carriage return alone"):
+        read_lines(old_mac)
+    mixed = tmp_path / "mixed.en"
+    mixed.write_bytes(b"A dog.\rA cat.\nA bird.\r\n")
+    assert read_lines(mixed) == ["A dog.\rA cat.", "A bird."]

@@ -442,6 +442,23 @@ def test_prepare_refuses_to_write_into_the_corpus_it_reads(corpus):
         assert result.returncode == 1 and result.stderr.startswith(f"error: {message}")
 
 
+def test_prepare_refuses_to_write_over_a_corpus_of_text(corpus, tmp_path):
+    """--out naming another corpus folder would have lost its validation and test files, and
+    left its training text beside ids that training then reads instead; --force is for
+    prepared corpora only."""
+    other = shutil.copytree(corpus, tmp_path / "other")
+    (other / "test_2016.de").write_text("Ein Test.\n")
+    before = {path.name: path.read_bytes() for path in other.iterdir()}
+    config = apply_overrides(preset("transformer"), SETTINGS)
+    for replace in (False, True):
+        with pytest.raises(UserError, match=r"--out .*other: holds a corpus as text \("
+                                            r"test_2016.de, train.de, train.en, val.de, \.\.\.\)"
+                                            r", whose validation and test files preparing "
+                                            r"would replace; choose a new or empty folder"):
+            prepare(corpus, other, "en", "de", config.tokenizer, 30, replace=replace)
+    assert {path.name: path.read_bytes() for path in other.iterdir()} == before
+
+
 def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):
     out = tmp_path / "prepared"
     result = subprocess.run([sys.executable, "-m", "nmt_cli", "data", "prepare", "--data",

@@ -1,5 +1,6 @@
 """Training through the Python API: schedule, checkpoints, reloading."""
 
+import functools
 import math
 import re
 import signal
@@ -12,12 +13,13 @@ from safetensors.torch import load_file
 from nmt_cli import Translator, preset
 from nmt_cli.checkpoint import LAST_WEIGHTS, load_train_state
 from nmt_cli.config import DecodeConfig, apply_overrides
+from nmt_cli.errors import UserError
 from nmt_cli.optim import Updater, lr_factor
 from nmt_cli.progress import TrainingProgress
 from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
 from nmt_cli.validation import selection_score
 
-from conftest import tiny_model
+from conftest import read_sample, tiny_model, write_corpus
 
 
 def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
@@ -120,6 +122,31 @@ def test_validation_pairs_longer_than_the_model_reads_are_reported(small_corpus,
     assert len(messages[12]) == 1 and not messages[1024]
     assert re.fullmatch(r"val: \d+ of 60 pairs are longer than model.max_positions \(12 tokens\):"
                         r" the validation loss leaves them out, .*", messages[12][0])
+
+
+def test_validation_pairs_with_a_blank_side_are_reported_and_none_left_is_an_error(tmp_path):
+    """The validation loss leaves them out: said, since a validation set of every other
+    target blank scored a loss on half of it without a word; one with nothing left to score
+    (a loss of 0.000, perplexity 1) is an error."""
+    english, german = read_sample("val", "en", 20), read_sample("val", "de", 20)
+    for name, targets in (("half", [t if i % 2 else "" for i, t in enumerate(german)]),
+                          ("none", [""] * 20)):
+        corpus = write_corpus(tmp_path / name, {
+            "train": (read_sample("train", "en", 200), read_sample("train", "de", 200)),
+            "val": (english, targets)})
+        events = []
+        make = functools.partial(Trainer, small_config(corpus), prepare_run_dir(
+            tmp_path / f"run-{name}"), events.append)
+        if name == "none":
+            with pytest.raises(UserError, match=r"^val: none of its 20 pairs can be scored \(20 "
+                                                r"have a blank side, 0 are longer than "
+                                                r"model.max_positions\)"):
+                make()
+            continue
+        assert len(make().corpus.val.src) == 10
+        assert [e["message"] for e in events if "blank side" in e.get("message", "")] == [
+            "val: 10 of 20 pairs have a blank side: the validation loss leaves them out, and "
+            "BLEU and chrF score their translations"]
 
 
 def test_tokens_per_second_count_the_steps_and_not_the_validations(small_corpus, tmp_path,
