@@ -85,10 +85,10 @@ def file_named(data_dir: Path, name: str, lang: str) -> Path | None:
     return None
 
 
-def iter_lines(path: Path) -> Iterator[str]:
+def iter_lines(path: Path, empty_ok: bool = False) -> Iterator[str]:
     """The lines of a UTF-8 text file (optionally gzip), one at a time, with clear errors:
-    a missing, unreadable or empty file, or bad UTF-8 (named by file and line). A pipe reads
-    as a file does (`-i <(zcat news.en.gz)`)."""
+    a missing, unreadable or (unless `empty_ok`) empty file, or bad UTF-8 (named by file and
+    line). A pipe reads as a file does (`-i <(zcat news.en.gz)`)."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: file not found")
@@ -103,7 +103,7 @@ def iter_lines(path: Path) -> Iterator[str]:
                 yield text
     except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({e})") from None
-    if number == 0:
+    if number == 0 and not empty_ok:
         raise UserError(f"{path}: file is empty")
 
 
@@ -132,9 +132,9 @@ def check_utf8(text: str, name: str) -> str:
     return text
 
 
-def read_lines(path: Path) -> list[str]:
+def read_lines(path: Path, empty_ok: bool = False) -> list[str]:
     """All lines of a text file (see iter_lines)."""
-    return list(iter_lines(path))
+    return list(iter_lines(path, empty_ok))
 
 
 @dataclass

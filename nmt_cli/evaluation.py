@@ -8,6 +8,7 @@ too, where the command lowercases it unless given --ter-case-sensitive.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,10 +72,12 @@ class Evaluation:
 def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None,
                  decode: DecodeConfig | None = None, metrics: tuple[str, ...] = ("bleu",),
                  lowercase: bool = False, quantize: str = "none",
-                 engine: str = "torch", ensemble: list[Path] | None = None) -> Evaluation:
+                 engine: str = "torch", ensemble: list[Path] | None = None,
+                 check_inputs: Callable[..., None] | None = None) -> Evaluation:
     """Translate `src` with a trained run and score the output against `ref`. Without them,
     the test split of the corpus the run was trained on. `engine`, `ensemble`: see
-    load_engine."""
+    load_engine; `check_inputs` is given the files to be read before they are (the command
+    refuses to write over one)."""
     if (src is None) != (ref is None):
         raise UserError("--src and --ref go together")
     decode = decode or DecodeConfig()
@@ -83,6 +86,8 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     tag = translator.language_tag(decode, required=True)  # the test split's, checked first
     if src is None or ref is None:
         src, ref = test_files_of_run(translator.run_dir, decode.tgt_lang)
+    if check_inputs is not None:
+        check_inputs(src, ref)
     text = read_parallel(src, ref)
     list(checked_sources(text.src, tag, translator.target_languages, f"{src}:", strict=True))
     hypotheses = translator.translate(text.src, decode)

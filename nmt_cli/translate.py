@@ -412,10 +412,16 @@ def encode_source(tokenizer: Tokenizer, lines: list[str], max_positions: int,
     <eos> every source ends with."""
     src_ids = source_ids(tokenizer, lines, tag, languages)
     longest = max_positions - 1
-    for ids in src_ids:
-        if len(ids) > longest:
-            warn(f"an input of {len(ids):,} tokens was cut to the model's {longest:,}")
+    for line, ids in zip(lines, src_ids):
+        if len(ids) > longest:  # named by its opening: streamed lines come in chunks
+            warn(f"an input of {len(ids):,} tokens, {opening(line)}, was cut to the model's "
+                 f"{longest:,}")
     return [ids[:longest] for ids in src_ids]
+
+
+def opening(line: str, chars: int = 30) -> str:
+    """A long line named in a message by its first characters: 'A man in a blue shirt ...'"""
+    return repr(line if len(line) <= chars else line[:chars].rstrip() + " ...")
 
 
 def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None, lines: list[str],

@@ -335,6 +335,42 @@ def test_bad_decoding_options_and_text(trained_run, tmp_path):
                    "TEXT and -i FILE: give one or the other")
 
 
+def test_no_file_read_is_written_over_and_a_failed_translation_keeps_the_old_output(
+        trained_run, small_corpus, tmp_path):
+    """-o naming the glossary, or --save-hyp the test split eval reads without --src/--ref,
+    are refused; a malformed glossary fails before -o's old contents are emptied. "-" names
+    stdin and stdout, and an empty input file gives an empty output, as stdin does."""
+    run = str(trained_run)
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("dog\tHund\n")
+    one_line_error(invoke("translate", "--run", run, "--glossary", str(glossary), "-o",
+                          str(glossary), "a dog"),
+                   f"-o {glossary}: it is also the input {glossary}")
+    reference = small_corpus / "test.de"
+    before = reference.read_bytes()
+    one_line_error(invoke("eval", "--run", run, "--beam", "1", "--save-hyp", str(reference)),
+                   f"--save-hyp {reference}: it is also the input {reference}")
+    assert reference.read_bytes() == before
+    bad, old = tmp_path / "bad.tsv", tmp_path / "old.de"
+    bad.write_text("no tab here\n")
+    old.write_text("Was hier stand.\n")
+    one_line_error(invoke("translate", "--run", run, "--glossary", str(bad), "-o", str(old),
+                          "a dog"), f"{bad}:1: expected a source term")
+    assert old.read_text() == "Was hier stand.\n"
+    assert invoke("translate", "--run", run, "--beam", "1", "-o", str(old), "a dog"
+                  ).exit_code == 0
+    assert len(old.read_text().splitlines()) == 1 and old.read_text() != "Was hier stand.\n"
+    empty = tmp_path / "empty.en"
+    empty.write_bytes(b"")
+    assert invoke("translate", "--run", run, "--beam", "1", "-i", "-", "-o", "-",
+                  input=b"a dog\n").stdout.count("\n") == 1  # "-": stdin and stdout
+    assert not Path("-").exists()
+    for given in (["-i", str(empty)], []):  # nothing in, nothing out, as from stdin
+        old.write_text("Was hier stand.\n")
+        assert invoke("translate", "--run", run, "-o", str(old), *given, input=b"").exit_code == 0
+        assert old.read_text() == ""
+
+
 def test_broken_run_configs_are_named(trained_run, tmp_path):
     changes = {"not-an-object": (lambda d: d.update(config="hello"), "a \"config\" object"),
                "no-vocab": (lambda d: d.update(vocab=None), "\"vocab\" must hold"),

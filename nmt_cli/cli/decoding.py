@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import sys
 from collections.abc import Iterator
@@ -54,9 +55,11 @@ def translate(
     text: Annotated[str | None, typer.Argument(
         help="Text to translate; without it (and without -i) lines are read from stdin.")] = None,
     input_file: Annotated[Path | None, typer.Option(
-        "--input", "-i", help="File to translate, one sentence per line.")] = None,
+        "--input", "-i", help="File to translate, one sentence per line; - for stdin.")
+    ] = None,
     output_file: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write translations here instead of stdout.")] = None,
+        "--output", "-o", help="Write translations here instead of stdout (-: stdout).")
+    ] = None,
     run: RunOption = None,
     nbest: Annotated[int, typer.Option(
         help="Hypotheses per input line, best first (at most --beam; with --sampling, "
@@ -100,6 +103,8 @@ def translate(
     from ..translate import load_engine
 
     check_nbest(nbest, decode)
+    input_file, output_file = (None if path == Path("-") else path
+                               for path in (input_file, output_file))  # "-": stdin, stdout
     if text is not None and input_file is not None:
         raise UserError("TEXT and -i FILE: give one or the other")
     from_stdin = text is None and input_file is None
@@ -107,7 +112,8 @@ def translate(
         raise UserError("stdin is closed: give TEXT or -i FILE")
     if prefix is not None and prefix_file is not None:
         raise UserError("--prefix and --prefix-file: give one or the other")
-    check_output(output_file, input_file, prefix_file, terms_file, stdin=from_stdin)
+    check_output(output_file, input_file, prefix_file, terms_file,
+                 Path(decode.glossary) if decode.glossary else None, stdin=from_stdin)
     if attention and output_format.value != "jsonl":
         raise UserError("--attention needs --format jsonl")
     # the prefixes, and the lines when not streamed from stdin, are read before -o is opened
@@ -128,7 +134,7 @@ def translate(
     if text is not None:
         lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
     elif input_file is not None:
-        lines = iter(read_lines(input_file))
+        lines = iter(read_lines(input_file, empty_ok=True))  # as stdin: nothing in, nothing out
     else:
         lines = decode_lines(sys.stdin.buffer, "stdin")
     # each line names its target language, or --tgt-lang does: checked as it is read
@@ -144,7 +150,7 @@ def translate(
         lines = iter(listed)
     typed = text is None and input_file is None and sys.stdin.isatty()
     chunk = 1 if typed else 1000  # answer a typist at once
-    out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
+    out = Output(output_file) if output_file else sys.stdout
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
                                               alignment, markup, copy_unknown, terms)
     paragraphs = 0  # lines of several sentences translated whole
@@ -173,7 +179,41 @@ def translate(
     finally:
         if output_file and not out.closed:  # after an error: it is the one to report
             with contextlib.suppress(OSError):
-                out.close()
+                out.file.close()
+
+
+class Output:
+    """The -o file of translations: opened at once, so that a folder that is not there is
+    found before any work, but emptied only as the first translation is written (or at the
+    end, for an empty input). An error before that, such as a malformed glossary, leaves the
+    file as it was."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "a", encoding="utf-8")
+        self.emptied = False
+
+    def write(self, text: str) -> None:
+        if not self.emptied:
+            self.empty()
+        self.file.write(text)
+
+    def empty(self) -> None:
+        if Path(self.file.name).is_file():  # not /dev/null, a terminal or a pipe
+            self.file.truncate(0)
+        self.emptied = True
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def close(self) -> None:
+        """Close it, done: emptied if nothing was written."""
+        if not self.emptied:
+            self.empty()
+        self.file.close()
 
 
 class LineFile:
@@ -316,12 +356,14 @@ def eval_command(
     if hyp and (run or ensemble):
         given = "--run" if run else "--ensemble"
         raise UserError(f"--hyp scores a file of translations: {given} has nothing to do")
-    check_output(save_hyp, src, ref, hyp, option="--save-hyp")
+    glossary = Path(decode.glossary) if decode.glossary else None
+    check_output(save_hyp, src, ref, hyp, glossary, option="--save-hyp")
     if hyp:
         result = evaluate_file(hyp, ref, metrics, lowercase)
     else:
         result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize,
-                              engine.value, ensemble)
+                              engine.value, ensemble, check_inputs=functools.partial(
+                                  check_output, save_hyp, glossary, option="--save-hyp"))
     if save_hyp:
         save_translations(result, save_hyp)
     buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None
