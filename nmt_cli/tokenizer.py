@@ -9,9 +9,13 @@ side has its own. A run with several target languages (languages.py) has a tag p
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -175,8 +179,41 @@ class Tokenizer:
                                           nbest_size=nbest, num_threads=1))
         return [tag + ids for tag, ids in zip(tags, sides[0])], sides[1]
 
+    def sampling_repeats(self, lines: list[str], alpha: float, nbest: int) -> bool | None:
+        """Whether SentencePiece draws the same segmentations of `lines` for a seed in two
+        processes, as `sample` needs for a run to repeat and to resume exactly (0.2.0 and
+        0.2.1 do; 0.2.2 and 0.2.3 draw others in each process: bench/RESULTS.md). None when
+        it could not be told."""
+        request = json.dumps({"model": base64.b64encode(self.tgt.serialized_model_proto())
+                              .decode(), "lines": lines, "alpha": alpha, "nbest": nbest})
+        try:
+            draws = [subprocess.run([sys.executable, "-c", DRAW_IN_A_THREAD], input=request,
+                                    capture_output=True, text=True, timeout=60, check=True)
+                     .stdout for _ in range(2)]
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return draws[0] == draws[1]
+
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode(ids)
+
+
+# A program that prints the segmentations of the lines it is given (JSON on stdin: a model,
+# lines, alpha and nbest) drawn in a thread of their own, whose generator SentencePiece seeds
+# at its first draw, as `Tokenizer.sample` draws them
+DRAW_IN_A_THREAD = """
+import base64, json, sys, threading
+import sentencepiece as spm
+asked = json.load(sys.stdin)
+processor = spm.SentencePieceProcessor(model_proto=base64.b64decode(asked["model"]))
+def draw():
+    spm.set_random_generator_seed(12345)
+    print(json.dumps(processor.encode(asked["lines"], enable_sampling=True, alpha=asked["alpha"],
+                                      nbest_size=asked["nbest"], num_threads=1)))
+thread = threading.Thread(target=draw)
+thread.start()
+thread.join()
+"""
 
 
 def source_tags(processor: spm.SentencePieceProcessor) -> dict[str, int]:
