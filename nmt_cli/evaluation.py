@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from .checkpoint import read_config
+from .checkpoint import BEST_WEIGHTS, read_config
 from .config import DecodeConfig
 from .data import corpus_dir, read_lines, read_parallel, split_pair
 from .errors import UserError
@@ -67,6 +68,9 @@ class Evaluation:
     translations: list[str] = field(default_factory=list, repr=False, compare=False)
     reference_lines: list[str] = field(default_factory=list, repr=False, compare=False)
     source_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    # How a run made the translations: its engine, weights and decoding settings (None for a
+    # file of translations), so that a score can be cited and made again
+    decoding: dict[str, Any] | None = None
 
 
 def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None,
@@ -92,9 +96,13 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     list(checked_sources(text.src, tag, translator.target_languages, f"{src}:", strict=True))
     hypotheses = translator.translate(text.src, decode)
     name = " + ".join(map(str, [run_dir, *(ensemble or [])]))
+    decoding = {"engine": engine, "weights": BEST_WEIGHTS if engine == "torch" else
+                "ctranslate2 export", "ensemble": [str(path) for path in ensemble or []],
+                "quantize": quantize, **asdict(decode),
+                "device": str(getattr(translator, "device", decode.device))}  # "auto" resolved
     return Evaluation(f"{name} on {src}", str(ref), len(text.tgt),
                       evaluate(hypotheses, text.tgt, metrics, lowercase),
-                      hypotheses, text.tgt, text.src)
+                      hypotheses, text.tgt, text.src, decoding)
 
 
 def evaluate_file(hyp: Path, ref: Path, metrics: tuple[str, ...] = ("bleu",),

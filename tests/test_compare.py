@@ -131,8 +131,19 @@ def test_eval_saves_its_translations_and_scores_by_length(tiny_run, tmp_path):
     rescored = json.loads(invoke("eval", "--hyp", str(saved), "--ref", out["reference"],
                                  "--json").stdout)
     assert rescored["scores"][0]["score"] == pytest.approx(out["scores"][0]["score"])
+    # how the translations were made, to cite and make again; none for a file
+    assert {key: out["decoding"][key] for key in ("engine", "weights", "quantize", "beam",
+                                                  "max_len_b", "device", "sampling")} == {
+        "engine": "torch", "weights": "model.safetensors", "quantize": "none", "beam": 1,
+        "max_len_b": 3, "device": "cpu", "sampling": False}
+    assert "decoding" not in rescored
     table = invoke("eval", "--run", str(tiny_run), *DECODE, "--by-length")
     assert table.exit_code == 0 and "BLEU by source length" in table.stdout
+    assert ("decoded with engine torch, weights model.safetensors, beam 1, alpha 1.4, "
+            "max_len_a 1.5, max_len_b 3\n") in table.stdout
+    for option in (["--beam", "9"], ["--quantize", "int8"], ["--sampling"]):  # unused: refused
+        one_line_error(invoke("eval", "--hyp", str(saved), "--ref", out["reference"], *option),
+                       f"--hyp scores a file of translations: {option[0]} has nothing to do")
     one_line_error(invoke("eval", "--run", str(tiny_run), "-o", str(tmp_path / "x.png")),
                    "--by-length")
 

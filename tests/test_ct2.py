@@ -209,7 +209,9 @@ def test_translate_and_eval_with_either_engine(cli_run, tmp_path):
                         ("ctranslate2", cli_run / "ctranslate2")):
         result = invoke("eval", "--engine", engine, "--run", str(run), "--json")
         assert result.exit_code == 0, result.output
-        scores.add(result.stdout.split('"scores"')[1])
+        out = json.loads(result.stdout)
+        scores.add(json.dumps(out["scores"]))
+        assert out["decoding"]["engine"] == engine  # what made the translations, recorded
     assert len(scores) == 1
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
+import stat
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -198,7 +201,7 @@ class Output:
         self.file.write(text)
 
     def empty(self) -> None:
-        if Path(self.file.name).is_file():  # not /dev/null, a terminal or a pipe
+        if stat.S_ISREG(os.fstat(self.file.fileno()).st_mode):  # not /dev/null or a pipe
             self.file.truncate(0)
         self.emptied = True
 
@@ -353,9 +356,13 @@ def eval_command(
         raise UserError("--ref needs --src (to translate) or --hyp (to score)")
     if src and hyp:
         raise UserError("use --src or --hyp, not both")
-    if hyp and (run or ensemble):
-        given = "--run" if run else "--ensemble"
-        raise UserError(f"--hyp scores a file of translations: {given} has nothing to do")
+    if hyp:  # decoding options too: a setting said to apply must apply
+        given = (["--run"] * bool(run) + ["--ensemble"] * bool(ensemble)
+                 + ["--engine"] * (engine != TORCH) + ["--quantize"] * (quantize != "none")
+                 + [f"--{key.replace('_', '-')}" for key in not_default(asdict(decode))])
+        if given:
+            raise UserError(f"--hyp scores a file of translations: {given[0]} has nothing to "
+                            "do")
     glossary = Path(decode.glossary) if decode.glossary else None
     check_output(save_hyp, src, ref, hyp, glossary, option="--save-hyp")
     if hyp:
@@ -383,6 +390,8 @@ def show_scores(result: Evaluation, as_json: bool,
         out = {"hypotheses": result.hypotheses, "source": result.hypotheses,
                "reference": result.references,
                "sentences": result.sentences, "scores": [vars(s) for s in result.scores]}
+        if result.decoding is not None:
+            out["decoding"] = result.decoding
         if buckets is not None:
             out["by_length"] = {"length_of": length_basis(result),
                                 "buckets": [vars(b) for b in buckets]}
@@ -396,8 +405,29 @@ def show_scores(result: Evaluation, as_json: bool,
     for s in result.scores:
         table.add_row(s.metric, f"{s.score:.2f}", s.signature)
     Console().print(table)
+    if result.decoding is not None:
+        print(decoding_line(result.decoding))
     if buckets is not None:
         show_buckets(buckets, length_basis(result))
+
+
+ALWAYS_SHOWN = ("engine", "weights", "beam", "alpha", "max_len_a", "max_len_b")
+
+
+def not_default(settings: dict) -> list[str]:
+    """The decoding settings (DecodeConfig's, --quantize, --ensemble) not at their default."""
+    defaults = {**asdict(DecodeConfig()), "quantize": "none", "ensemble": []}
+    return [key for key, value in settings.items() if key in defaults and value != defaults[key]]
+
+
+def decoding_line(decoding: dict) -> str:
+    """How the translations scored were made, in one line: the engine, the weights and the
+    search, then every other setting that is not its default but for the device and the
+    batch size, which change no output (--json gives them all)."""
+    changed = set(not_default(decoding)) - {"device", "batch_size"}
+    return "decoded with " + ", ".join(
+        f"{key} {' + '.join(value) if isinstance(value, list) else value}"
+        for key, value in decoding.items() if key in ALWAYS_SHOWN or key in changed)
 
 
 def show_buckets(buckets: list[LengthBucket], basis: str) -> None:
