@@ -26,10 +26,12 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import platform
 import re
 import warnings
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +82,41 @@ def prepare_run_dir(run_dir: Path) -> Path:
     return run_dir
 
 
+LIBRARIES = ("torch", "sentencepiece", "sacrebleu")  # recorded in config.json
+
+
+def library_versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:  # a build without package metadata
+            found[name] = "unknown"
+    return found
+
+
+def earlier_versions(run_dir: Path) -> dict[str, str] | None:
+    """The versions a run's config.json recorded when it began (none in a new run, or one
+    made before they were kept)."""
+    try:
+        versions = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))["versions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return versions if isinstance(versions, dict) else None
+
+
 def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer,
                 corpus: dict[str, dict[str, Any]] | None = None) -> None:
     """config.json: the run's settings, vocabulary sizes and the record of the pairs it trains
     and validates on (corpus.corpus_record)."""
+    versions = library_versions()
+    began = earlier_versions(run_dir)  # a resumed run keeps those it began with
     description = {
         "nmt_version": __version__,
+        # what else shapes the numbers: SentencePiece's sampling and sacreBLEU's scores
+        # change between versions
+        "versions": began or versions,
+        **({"resumed_with": versions} if began and began != versions else {}),
         "config": to_dict(config),
         "vocab": {"src": tokenizer.src_vocab_size, "tgt": tokenizer.tgt_vocab_size,
                   "joint": tokenizer.joint},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import safetensors.torch
+import sentencepiece as spm
 import torch
 import typer.main
 from typer.testing import CliRunner
@@ -51,6 +54,20 @@ def test_run_directory_is_self_describing(trained_run):
     names = {p.name for p in trained_run.iterdir()}
     assert {"config.json", "spm.model", "model.safetensors", "last.safetensors",
             "train_state.pt", "metrics.jsonl"} <= names
+    versions = json.loads((trained_run / "config.json").read_text())["versions"]
+    assert versions == {"python": platform.python_version(), "torch": torch.__version__,
+                        "sentencepiece": spm.__version__, "sacrebleu": sacrebleu.__version__}
+
+
+def test_a_resumed_run_keeps_the_versions_it_began_with(trained_run, tmp_path):
+    run = shutil.copytree(trained_run, tmp_path / "run")
+    described = json.loads((run / "config.json").read_text())
+    began = {**described["versions"], "torch": "2.0.0"}
+    (run / "config.json").write_text(json.dumps({**described, "versions": began}))
+    assert invoke("train", "--resume", str(run), "--max-steps", "21").exit_code == 0
+    described = json.loads((run / "config.json").read_text())
+    assert described["versions"] == began
+    assert described["resumed_with"] == {**began, "torch": torch.__version__}
     records = [json.loads(line) for line in (trained_run / "metrics.jsonl").open()]
     assert [r["step"] for r in records if r["kind"] == "step"] == list(range(1, 21))
     assert [r["step"] for r in records if r["kind"] == "validate"] == [10, 20]
