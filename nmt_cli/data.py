@@ -58,10 +58,17 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
         names += sorted({path.name.removesuffix(".gz").removesuffix(f".{lang}")
                          for lang in languages for end in ("", ".gz")
                          for path in data_dir.glob(f"test_*.{lang}{end}")})
-    found = [[file_named(data_dir, name, lang) for lang in languages] for name in names]
-    for src, tgt in found:
-        if src is not None and tgt is not None:
-            return src, tgt
+    found = []
+    for name in names:
+        found.append([file_named(data_dir, name, lang) for lang in languages])
+        if None not in found[-1]:
+            return found[-1][0], found[-1][1]
+    for name in names:  # a link to nothing, where a file of the split should be
+        for lang in languages:
+            for link in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
+                if link.is_symlink() and not link.exists():
+                    raise UserError(f"{link}: a link to {os.readlink(link)}, which is not a "
+                                    "file")
     for side, lang in enumerate(languages):
         if not any(files[side] for files in found):
             looked = " or ".join(f"{n}.{lang}[.gz]" for n in SPLITS[split])
@@ -74,14 +81,10 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
 
 
 def file_named(data_dir: Path, name: str, lang: str) -> Path | None:
-    """NAME.LANG, else NAME.LANG.gz, in `data_dir`; None when neither is there. A link to
-    nothing is an error: the file is named, but cannot be read."""
+    """NAME.LANG, else NAME.LANG.gz, in `data_dir`; None when neither is there."""
     for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
         if candidate.is_file():
             return candidate
-        if candidate.is_symlink():
-            raise UserError(f"{candidate}: a link to {os.readlink(candidate)}, which is not "
-                            "a file")
     return None
 
 
@@ -113,8 +116,9 @@ def decode_lines(lines: Iterable[bytes], name: str) -> Iterator[str]:
     return alone (classic Mac OS), which would read as one line."""
     for number, line in enumerate(lines, start=1):
         if number == 1 and not line.endswith(b"\n") and b"\r" in line.rstrip(b"\r"):
-            raise UserError(f"{name}: its lines end in a carriage return alone (CR, as on "
-                            "classic Mac OS), not a line feed; convert them: tr '\\r' '\\n'")
+            raise UserError(f"{name}: holds carriage returns (CR) and no line feed, as files "
+                            "whose lines end in CR alone (classic Mac OS) do; convert them: "
+                            "tr '\\r' '\\n'")
         try:
             text = line.removesuffix(b"\n").decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as e:

@@ -398,7 +398,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if is_prepared(out_dir) and not replace:
         raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
                         "replace it (runs trained on it can then not be resumed)")
-    if out_dir.is_dir() and not is_prepared(out_dir) and (held := text_corpus_files(out_dir)):
+    held = text_corpus_files(out_dir) if out_dir.is_dir() and not is_prepared(out_dir) else []
+    if any(name.startswith("train.") for name in held):  # prepare never writes text there
         raise UserError(f"--out {out_dir}: holds a corpus as text ({', '.join(held[:4])}"
                         f"{', ...' if len(held) > 4 else ''}), whose validation and test files "
                         "preparing would replace; choose a new or empty folder")
@@ -478,11 +479,12 @@ def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:
 
 
 def text_corpus_files(folder: Path) -> list[str]:
-    """The names of the files in `folder` that a split would be read from (train.en,
-    valid.de.gz, test_2016.fr, ...), in order."""
+    """The names of the files in `folder` that a split would be read from as text (train.en,
+    valid.de.gz, test_2016.fr, ...; not prepared ids: train.src.bin), in order."""
     stems = {name for names in SPLITS.values() for name in names}
     return sorted(path.name for path in folder.iterdir() if path.is_file() and (
-        path.name.split(".")[0] in stems or path.name.startswith("test_")))
+        (parts := path.name.removesuffix(".gz").split("."))[0] in stems
+        or parts[0].startswith("test_")) and len(parts) == 2)
 
 
 def split_files(data_dir: Path, split: str, src_lang: str, tgt_langs: list[str]) -> list[Path]:

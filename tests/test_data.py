@@ -140,6 +140,9 @@ def test_named_test_sets_pair_by_name_not_by_order(tmp_path):
     (tmp_path / "val.de").symlink_to(tmp_path / "gone.de")
     with pytest.raises(UserError, match=r"val.de: a link to .*gone.de, which is not a file"):
         split_pair(tmp_path, "val", "en", "de")
+    (tmp_path / "dev.en").write_text("x\n")  # a pair under another name: the link is not read
+    (tmp_path / "dev.de").write_text("x\n")
+    assert [p.name for p in split_pair(tmp_path, "val", "en", "de")] == ["dev.en", "dev.de"]
 
 
 def test_corrupt_gzip_is_a_clear_error(tmp_path):
@@ -177,7 +180,8 @@ def test_lines_ended_by_a_carriage_return_alone_are_an_error_not_one_line(tmp_pa
     and translating gave one line for five. A lone CR inside a line of a LF file is text."""
     old_mac = tmp_path / "mac.en"
     old_mac.write_bytes(b"A dog.\rA cat.\rA bird.\r")
-    with pytest.raises(UserError, match=r"mac.en: its lines end in a carriage return alone"):
+    with pytest.raises(UserError, match=r"mac.en: holds carriage returns \(CR\) and no line "
+                                        r"feed, as files whose lines end in CR alone"):
         read_lines(old_mac)
     mixed = tmp_path / "mixed.en"
     mixed.write_bytes(b"A dog.\rA cat.\nA bird.\r\n")

@@ -457,6 +457,12 @@ def test_prepare_refuses_to_write_over_a_corpus_of_text(corpus, tmp_path):
                                             r"would replace; choose a new or empty folder"):
             prepare(corpus, other, "en", "de", config.tokenizer, 30, replace=replace)
     assert {path.name: path.read_bytes() for path in other.iterdir()} == before
+    leftover = tmp_path / "leftover"  # the copies a prepare that failed midway leaves
+    leftover.mkdir()
+    for name in ("val.en", "val.de"):
+        shutil.copyfile(corpus / name, leftover / name)
+    prepare(corpus, leftover, "en", "de", config.tokenizer, 30)
+    assert is_prepared(leftover)
 
 
 def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):
