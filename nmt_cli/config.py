@@ -261,6 +261,9 @@ class ServeConfig:
             raise UserError(f"--max-beam must be at most {MAX_BEAM} (got {self.max_beam})")
         if not 0 <= self.max_wait_ms <= 1000:
             raise UserError(f"--max-wait-ms must lie between 0 and 1000 (got {self.max_wait_ms})")
+        if self.max_queued_lines < self.max_lines:  # else a full request would wait forever
+            raise UserError(f"--max-queued-lines {self.max_queued_lines} is below --max-lines "
+                            f"{self.max_lines}: a request of that many lines could never queue")
 
     @property
     def max_body(self) -> int:

@@ -446,9 +446,9 @@ def test_a_request_whose_client_has_gone_is_not_decoded(run_dir):
     """A request arrives while the decoder is busy, and its client hangs up: it is dropped
     before its batch (a second of waiting for company, --max-wait-ms) is decoded. The next
     request asks for another beam, so it could not have shared that batch: two in all.
-    While that request waits, the queue is full (--max-queued-lines 1): one more is refused
-    at once with a JSON 503 and Retry-After."""
-    server = Server(run_dir, "--max-wait-ms", "1000", "--max-queued-lines", "1",
+    While that request waits, the queue is full for a request of 100 lines (--max-queued-lines
+    100): it is refused at once with a JSON 503 and Retry-After."""
+    server = Server(run_dir, "--max-wait-ms", "1000", "--max-queued-lines", "100",
                     *SHORT_OPTIONS)
     host, port = server.url.removeprefix("http://").split(":")
 
@@ -472,13 +472,14 @@ def test_a_request_whose_client_has_gone_is_not_decoded(run_dir):
             wait_for("received", 2)
             assert health()["queued_lines"] == 1
             busy_now = http.client.HTTPConnection(host, int(port), timeout=60)
-            busy_now.request("POST", "/translate", body=json.dumps({"text": "Hi."}),
+            busy_now.request("POST", "/translate",
+                             body=json.dumps({"text": read_sample("val", "en", 100)}),
                              headers={"Content-Type": "application/json"})
             refused = busy_now.getresponse()
             assert (refused.status, refused.getheader("Retry-After"),
                     refused.getheader("Content-Type")) == (503, "1", "application/json")
             assert json.loads(refused.read())["error"].startswith(
-                "busy: 1 line waits for the decoder, and 1 more would pass the server's 1")
+                "busy: 1 line waits for the decoder, and 100 more would pass the server's 100")
             busy_now.close()
             gone.close()
             assert busy.result()[0] == 200
@@ -499,7 +500,9 @@ def test_serve_refuses_other_engines_in_one_line(run_dir):
 def test_serve_refuses_options_out_of_range_in_one_line(run_dir):
     for option, value, message in (
             ("--max-beam", "5000", "error: --max-beam must be at most 1000 (got 5000)"),
-            ("--max-len-a", "nan", "error: --max-len-a must lie in [0, 1000] (got nan)")):
+            ("--max-len-a", "nan", "error: --max-len-a must lie in [0, 1000] (got nan)"),
+            ("--max-queued-lines", "99", "error: --max-queued-lines 99 is below --max-lines 100: "
+                                         "a request of that many lines could never queue")):
         result = CliRunner().invoke(app, ["serve", str(run_dir), option, value, "--port", "0"])
         assert result.exit_code == 1
         assert result.output.strip() == message
