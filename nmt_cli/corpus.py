@@ -39,6 +39,8 @@ from .data import (
     fits,
     kept_report,
     load_split,
+    read_parallel,
+    split_pair,
     uneven,
 )
 from .distributed import World
@@ -50,7 +52,7 @@ from .guided_alignment import (
     read_alignments,
     tokenizer_starts,
 )
-from .languages import check_tags, language_tags, rows_by_language
+from .languages import check_tags, language_tags, rows_by_language, target_languages
 from .tokenizer import Tokenizer, copy_tokenizer, tokenizer_files
 
 
@@ -137,6 +139,10 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     record = corpus_record(info if is_prepared else train_text, val_text)
     if not new_run:
         check_same_pairs(recorded or {}, record, folder, run_dir)
+        record |= {split: then for split, then in (recorded or {}).items()
+                   if split.startswith("test")}  # the test split as the run began
+    else:
+        record |= test_records(folder, data.src_lang, data.tgt_lang)
     if new_run and world.is_main:  # the other ranks load what rank 0 made
         if is_prepared or parent is not None:
             copy_tokenizer(folder if is_prepared else parent, run_dir)
@@ -233,11 +239,29 @@ def text_record(text: ParallelText, lines: int = 10_000) -> dict[str, Any]:
     return {"kind": "text", "pairs": len(text.src), "sha256": digest.hexdigest()}
 
 
+def test_records(folder: Path, src_lang: str, tgt_lang: str) -> dict[str, dict[str, Any]]:
+    """The record of the test split into each target language ("test.de": its file and
+    text_record), for `nmt eval` to tell whether it scores the pairs the run began beside;
+    none for a corpus without one."""
+    records = {}
+    for language in target_languages(tgt_lang):
+        try:
+            src, tgt = split_pair(folder, "test", src_lang, language)
+            records[f"test.{language}"] = {"file": tgt.name,
+                                           **text_record(read_parallel(src, tgt))}
+        except UserError:  # no test split, or an unreadable one: eval will say so
+            continue
+    return records
+
+
 def check_same_pairs(recorded: dict[str, dict[str, Any]], record: dict[str, dict[str, Any]],
                      folder: Path, run_dir: Path) -> None:
     """The pairs a resumed run reads are those it `recorded` when it began (what both records
-    hold is compared: a corpus prepared before prepared.json held a digest has only counts)."""
+    hold is compared: a corpus prepared before prepared.json held a digest has only counts).
+    The test split is not compared: training never reads it."""
     for split, then in recorded.items():
+        if split.startswith("test"):
+            continue
         now = record.get(split, {})
         differ = {key for key in then.keys() & now.keys() if then[key] != now[key]}
         if not differ:

@@ -15,9 +15,10 @@ from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from .checkpoint import BEST_WEIGHTS, read_config
+from .checkpoint import BEST_WEIGHTS, corpus_record, read_config
 from .config import DecodeConfig
-from .data import corpus_dir, read_lines, read_parallel, split_pair
+from .corpus import text_record
+from .data import ParallelText, corpus_dir, read_lines, read_parallel, split_pair
 from .errors import UserError
 from .files import atomic_write_text
 from .languages import checked_sources
@@ -88,12 +89,15 @@ def evaluate_run(run_dir: Path, src: Path | None = None, ref: Path | None = None
     translator = load_engine(engine, run_dir, decode.device, quantize, decode.precision,
                              ensemble)
     tag = translator.language_tag(decode, required=True)  # the test split's, checked first
-    if src is None or ref is None:
+    default_split = src is None or ref is None
+    if default_split:
         src, ref = test_files_of_run(translator.run_dir, decode.tgt_lang)
     if check_inputs is not None:
         check_inputs(src, ref)
     text = read_parallel(src, ref)
     list(checked_sources(text.src, tag, translator.target_languages, f"{src}:", strict=True))
+    if default_split:
+        check_test_split(translator.run_dir, text, ref, decode.tgt_lang, translator.warn)
     hypotheses = translator.translate(text.src, decode)
     name = " + ".join(map(str, [run_dir, *(ensemble or [])]))
     decoding = {"engine": engine, "weights": BEST_WEIGHTS if engine == "torch" else
@@ -123,6 +127,23 @@ def test_files_of_run(run_dir: Path, tgt_lang: str = "") -> tuple[Path, Path]:
     data = read_config(run_dir)[0].data
     folder = corpus_dir(data.data_dir)
     return split_pair(folder, "test", data.src_lang, tgt_lang or data.tgt_lang)
+
+
+def check_test_split(run_dir: Path, text: ParallelText, ref: Path, tgt_lang: str,
+                     warn: Callable[[str], None]) -> None:
+    """Warn when the test split differs from the one the run's corpus held when it began
+    (corpus.test_records; a run made before they were kept records none): its scores then
+    cannot be set beside scores of that one."""
+    language = tgt_lang or read_config(run_dir)[0].data.tgt_lang
+    then = corpus_record(run_dir).get(f"test.{language}")
+    now = text_record(text)
+    if then is None or (then.get("file"), then.get("sha256")) == (ref.name, now["sha256"]):
+        return
+    what = (f"{then.get('file')} then, {ref.name} now" if then.get("file") != ref.name
+            else f"{then['pairs']:,} pairs then, {now['pairs']:,} now"
+            if then.get("pairs") != now["pairs"] else "as many pairs, but others")
+    warn(f"{ref}: not the test split this run's corpus held when it began ({what}): its "
+         "scores do not compare with scores on that one")
 
 
 def save_translations(evaluation: Evaluation, path: Path) -> None:

@@ -148,6 +148,31 @@ def test_eval_saves_its_translations_and_scores_by_length(tiny_run, tmp_path):
                    "--by-length")
 
 
+def test_eval_warns_when_the_test_split_is_not_the_one_the_run_began_beside(tmp_path):
+    """A run records its corpus's test split (not read in training); eval of the default
+    split says when those pairs changed since, since its scores then compare with nothing
+    earlier. Resuming does not check it."""
+    run = train_tiny_run(tmp_path, test_sentences=10)
+    recorded = json.loads((run / "config.json").read_text())["corpus"]["test.de"]
+    assert (recorded["file"], recorded["pairs"]) == ("test.de", 10)
+    assert "warning" not in invoke("eval", "--run", str(run), *DECODE).stderr
+    references = tmp_path / "corpus" / "test.de"
+    lines = references.read_text().splitlines()
+    references.write_text("\n".join(["Ein anderer Satz."] + lines[1:]) + "\n")
+    result = invoke("eval", "--run", str(run), *DECODE)
+    assert result.exit_code == 0
+    assert result.stderr == (f"warning: {references}: not the test split this run's corpus held "
+                             "when it began (as many pairs, but others): its scores do not "
+                             "compare with scores on that one\n")
+    references.write_text("\n".join(lines[:9]) + "\n")
+    (tmp_path / "corpus" / "test.en").write_text(
+        "\n".join((tmp_path / "corpus" / "test.en").read_text().splitlines()[:9]) + "\n")
+    assert "(10 pairs then, 9 now)" in invoke("eval", "--run", str(run), *DECODE).stderr
+    resumed = invoke("train", "--resume", str(run), "--max-steps", "4")
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads((run / "config.json").read_text())["corpus"]["test.de"] == recorded
+
+
 def test_bleu_by_length_buckets_every_sentence_and_leaves_empty_buckets_out():
     sources = ["one two", "", " ".join(["w"] * 25), " ".join(["w"] * 40), "a b c"]
     references = ["das ist gut so", "", "x y z w v", "ja nein ja nein", "a b c d"]
