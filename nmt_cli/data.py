@@ -53,11 +53,7 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
         raise UserError(f"corpus folder {data_dir}: "
                         f"{'a file, not a folder' if data_dir.exists() else 'no such directory'}")
     languages = (src_lang, tgt_lang)
-    names = list(SPLITS[split])
-    if split == "test":  # named test sets, such as test_2016_flickr
-        names += sorted({path.name.removesuffix(".gz").removesuffix(f".{lang}")
-                         for lang in languages for end in ("", ".gz")
-                         for path in data_dir.glob(f"test_*.{lang}{end}")})
+    names = split_names(data_dir, split, languages)
     found = []
     for name in names:
         found.append([file_named(data_dir, name, lang) for lang in languages])
@@ -65,7 +61,7 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
             return found[-1][0], found[-1][1]
     for name in names:  # a link to nothing, where a file of the split should be
         for lang in languages:
-            for link in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
+            for link in candidates(data_dir, name, lang):
                 if link.is_symlink() and not link.exists():
                     raise UserError(f"{link}: a link to {os.readlink(link)}, which is not a "
                                     "file")
@@ -80,12 +76,26 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
                     f"{names[0]}.{tgt_lang}")
 
 
+def split_names(data_dir: Path, split: str, languages: Iterable[str]) -> list[str]:
+    """The names the files of `split` may have in `data_dir`, in the order they are looked
+    for: SPLITS's, then, for the test split, the named test sets there in any of `languages`
+    (test_2016_flickr, test_2017_mscoco), in order of name."""
+    names = list(SPLITS[split])
+    if split == "test":
+        names += sorted({path.name.removesuffix(".gz").removesuffix(f".{lang}")
+                         for lang in languages for end in ("", ".gz")
+                         for path in Path(data_dir).glob(f"test_*.{lang}{end}")})
+    return names
+
+
+def candidates(data_dir: Path, name: str, lang: str) -> tuple[Path, Path]:
+    """NAME.LANG and NAME.LANG.gz in `data_dir`, in the order they are looked for."""
+    return Path(data_dir) / f"{name}.{lang}", Path(data_dir) / f"{name}.{lang}.gz"
+
+
 def file_named(data_dir: Path, name: str, lang: str) -> Path | None:
     """NAME.LANG, else NAME.LANG.gz, in `data_dir`; None when neither is there."""
-    for candidate in (data_dir / f"{name}.{lang}", data_dir / f"{name}.{lang}.gz"):
-        if candidate.is_file():
-            return candidate
-    return None
+    return next((path for path in candidates(data_dir, name, lang) if path.is_file()), None)
 
 
 def iter_lines(path: Path, empty_ok: bool = False) -> Iterator[str]:

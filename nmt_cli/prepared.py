@@ -58,9 +58,11 @@ from .data import (
     SPLITS,
     EncodedText,
     ParallelText,
+    candidates,
     encode_parallel,
     iter_lines,
     load_split,
+    split_names,
     split_pair,
 )
 from .errors import UserError, in_file
@@ -471,11 +473,9 @@ def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:
     there, they would be found before (val.en before val.en.gz) or instead of the new ones."""
     for lang in languages:
         for split in ("val", "test"):
-            for name in SPLITS[split]:
-                for path in (out_dir / f"{name}.{lang}", out_dir / f"{name}.{lang}.gz"):
+            for name in split_names(out_dir, split, [lang]):
+                for path in candidates(out_dir, name, lang):
                     path.unlink(missing_ok=True)
-        for path in [*out_dir.glob(f"test_*.{lang}"), *out_dir.glob(f"test_*.{lang}.gz")]:
-            path.unlink()
 
 
 def text_corpus_files(folder: Path) -> list[str]:
