@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sentencepiece as spm
 
 from . import prepared
 from .config import Config
@@ -206,16 +205,6 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
         return TrainingCorpus(tokenizer, train, val_text, val, config, record=record)
     kept = ParallelText([train_text.src[i] for i in train.kept],
                         [train_text.tgt[i] for i in train.kept])
-    if world.is_main:  # one check, by the rank that reports
-        repeats = tokenizer.sampling_repeats(kept.tgt[:100], config.tokenizer.sampling_alpha,
-                                             config.tokenizer.sampling_nbest)
-        if repeats is None:
-            report("warning: could not check in a second process that SentencePiece draws "
-                   "the same subword samples for a seed in each process")
-        elif not repeats:
-            report(f"warning: SentencePiece {spm.__version__} draws other subword samples for "
-                   "the same seed in each process: this run will not repeat, nor resume "
-                   "exactly (0.2.1 draws the same: pip install \"sentencepiece==0.2.1\")")
     return TrainingCorpus(tokenizer, train, val_text, val, config, kept, train, record=record)
 
 

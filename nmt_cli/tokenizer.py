@@ -9,13 +9,11 @@ side has its own. A run with several target languages (languages.py) has a tag p
 
 from __future__ import annotations
 
-import base64
+import functools
 import io
-import json
 import os
+import random
 import re
-import subprocess
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from .special_tokens import (
     UNK_ID,
     UNK_PIECE,
 )
+from .subword_sampling import SubwordSampler
 
 JOINT_FILE, SRC_FILE, TGT_FILE = "spm.model", "spm.src.model", "spm.tgt.model"
 WORD_START = "\u2581"  # SentencePiece's mark of a space before a piece: one opens a word
@@ -166,54 +165,24 @@ class Tokenizer:
     def encode_tgt(self, lines: list[str]) -> list[list[int]]:
         return self.tgt.encode(lines)
 
+    @functools.cached_property
+    def samplers(self) -> tuple[SubwordSampler, SubwordSampler]:
+        """Those of the source and the target side: one when joint."""
+        src = SubwordSampler(self.src)
+        return src, src if self.joint else SubwordSampler(self.tgt)
+
     def sample(self, src_lines: list[str], tgt_lines: list[str], alpha: float, nbest: int,
                seed: int) -> tuple[list[list[int]], list[list[int]]]:
-        """Segmentations drawn at random (subword regularization), the same ones for the same
-        seed: SentencePiece's generator seeded before each side, one thread drawing."""
+        """Segmentations drawn at random (subword regularization, subword_sampling.py): the
+        same ones for the same seed in any process, with any SentencePiece release."""
         tags, src_lines = self.split_tags(src_lines)
-        sides = []
-        for offset, (processor, lines) in enumerate(((self.src, src_lines),
-                                                      (self.tgt, tgt_lines))):
-            spm.set_random_generator_seed((seed * 2 + offset) % 2**32)  # an unsigned int
-            sides.append(processor.encode(lines, enable_sampling=True, alpha=alpha,
-                                          nbest_size=nbest, num_threads=1))
-        return [tag + ids for tag, ids in zip(tags, sides[0])], sides[1]
-
-    def sampling_repeats(self, lines: list[str], alpha: float, nbest: int) -> bool | None:
-        """Whether SentencePiece draws the same segmentations of `lines` for a seed in two
-        processes, as `sample` needs for a run to repeat and to resume exactly (0.2.0 and
-        0.2.1 do; 0.2.2 and 0.2.3 draw others in each process: bench/RESULTS.md). None when
-        it could not be told."""
-        request = json.dumps({"model": base64.b64encode(self.tgt.serialized_model_proto())
-                              .decode(), "lines": lines, "alpha": alpha, "nbest": nbest})
-        try:
-            draws = [subprocess.run([sys.executable, "-c", DRAW_IN_A_THREAD], input=request,
-                                    capture_output=True, text=True, timeout=60, check=True)
-                     .stdout for _ in range(2)]
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return draws[0] == draws[1]
+        src, tgt = (sampler.draw(lines, alpha, nbest, random.Random(seed * 2 + side))
+                    for side, (sampler, lines) in enumerate(zip(self.samplers,
+                                                                (src_lines, tgt_lines))))
+        return [tag + ids for tag, ids in zip(tags, src)], tgt
 
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode(ids)
-
-
-# A program that prints the segmentations of the lines it is given (JSON on stdin: a model,
-# lines, alpha and nbest) drawn in a thread of their own, whose generator SentencePiece seeds
-# at its first draw, as `Tokenizer.sample` draws them
-DRAW_IN_A_THREAD = """
-import base64, json, sys, threading
-import sentencepiece as spm
-asked = json.load(sys.stdin)
-processor = spm.SentencePieceProcessor(model_proto=base64.b64decode(asked["model"]))
-def draw():
-    spm.set_random_generator_seed(12345)
-    print(json.dumps(processor.encode(asked["lines"], enable_sampling=True, alpha=asked["alpha"],
-                                      nbest_size=asked["nbest"], num_threads=1)))
-thread = threading.Thread(target=draw)
-thread.start()
-thread.join()
-"""
 
 
 def source_tags(processor: spm.SentencePieceProcessor) -> dict[str, int]:

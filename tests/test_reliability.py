@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-import sentencepiece as spm
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
@@ -171,40 +170,6 @@ def test_subword_sampling_draws_each_epoch_anew_and_resumes_exactly(corpus, tmp_
     plain = prepare_run_dir(tmp_path / "plain")
     Trainer(tiny_config(corpus, 24), plain, lambda e: None).run()
     assert step_losses(plain) != step_losses(whole)
-
-
-def test_a_sentencepiece_that_samples_otherwise_in_each_process_is_named(corpus, tmp_path,
-                                                                          monkeypatch):
-    """SentencePiece 0.2.2 and 0.2.3 draw other samples for a seed in each process, so a run
-    under subword sampling neither repeats nor resumes exactly (the test above resumes in its
-    own process): the check says what nmt's own draws do in two processes, and a run warns
-    when it fails, or cannot be made."""
-    from nmt_cli.tokenizer import Tokenizer
-
-    config = tiny_config(corpus, 1, **{"tokenizer.sampling_alpha": 0.2})
-    run = prepare_run_dir(tmp_path / "run")
-    events = []
-    trainer = Trainer(config, run, events.append)
-    lines = trainer.corpus.text.tgt[:50]
-    program = ("import json, sys\nfrom pathlib import Path\n"
-               "from nmt_cli.tokenizer import Tokenizer\n"
-               "lines = json.load(sys.stdin)\n"
-               f"print(json.dumps(Tokenizer.load(Path({str(run)!r})).sample(lines, lines, 0.2, "
-               "-1, 7)))")
-    draws = [subprocess.run([sys.executable, "-c", program], input=json.dumps(lines),
-                            capture_output=True, text=True, check=True).stdout
-             for _ in range(2)]
-    assert trainer.corpus.tokenizer.sampling_repeats(lines, 0.2, -1) == (draws[0] == draws[1])
-    message = (f"warning: SentencePiece {spm.__version__} draws other subword samples for the "
-               "same seed in each process: this run will not repeat, nor resume exactly (0.2.1 "
-               "draws the same: pip install \"sentencepiece==0.2.1\")")
-    unknown = ("warning: could not check in a second process that SentencePiece draws the same "
-               "subword samples for a seed in each process")
-    for repeats, warned in ((True, []), (False, [message]), (None, [unknown])):
-        monkeypatch.setattr(Tokenizer, "sampling_repeats", lambda *args, r=repeats: r)
-        events.clear()
-        Trainer(config, prepare_run_dir(tmp_path / f"run-{repeats}"), events.append)
-        assert [e["message"] for e in events if "SentencePiece" in e.get("message", "")] == warned
 
 
 def test_sampled_segmentations_keep_to_the_length_ratio(corpus, tmp_path):
