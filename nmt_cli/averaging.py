@@ -24,6 +24,7 @@ import copy
 import json
 import math
 import shutil
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -86,16 +87,18 @@ class Averages:
         self.updates += 1
 
     def validate(self, model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig,
-                 device: torch.device, outputs: Path, first: bool
+                 device: torch.device, outputs: Path, first: bool,
+                 stopping: Callable[[], bool] = lambda: False
                  ) -> tuple[dict[str, Any], list[dict]]:
         """validation.validate of `model`, then of the EMA (its translations beside, in
         ema-step-N.txt): its scores join the others as ema_val_loss, ema_val_bleu and so on,
         and ema_best (its score by train.best_metric is the best yet; at the `first`
         validation, whatever it is)."""
-        metrics, samples = validate(model, corpus, t, device, outputs)
+        metrics, samples = validate(model, corpus, t, device, outputs, stopping)
         if self.ema is None:
             return metrics, samples
-        scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"))
+        scores, _ = validate(self.ema, corpus, t, device, outputs.with_name(f"ema-{outputs.name}"),
+                             stopping)
         score = selection_score(scores, self.metric)
         self.improved = first or score > self.best_score  # as in progress.py
         self.best_score = max(self.best_score, score)
@@ -105,19 +108,19 @@ class Averages:
     def save_training(self, run_dir: Path, progress: dict[str, Any], model: Seq2Seq,
                       updater: Updater, rng: list[dict[str, Any]], best: bool) -> None:
         """checkpoint.save_training with the EMA in the training state and its weights beside.
-        A save at a validation keeps the weights as step-N.safetensors, before the state (after
-        a crash between the two, the resumed run writes that file again), and deletes the
-        oldest beyond train.keep_last once all is written."""
+        A save at a validation keeps the weights as step-N.safetensors. Every weights file is
+        written before the state (after a crash between the two, the resumed run writes them
+        again), and the oldest kept ones beyond train.keep_last are deleted once all is."""
         step = progress["step"]
         kept = self.keep_last > 0 and progress["validated_at"] == step
         if kept:
             checkpoint.save_weights(model, run_dir / checkpoint.kept_name(step))
-        extra = {"ema": self.state_dict()} if self.ema is not None else {}
-        checkpoint.save_training(run_dir, progress, model, updater, rng, best, extra)
         if self.ema is not None:
             checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_LAST_WEIGHTS)
             if self.improved and progress["validated_at"] == step:
                 checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_WEIGHTS)
+        extra = {"ema": self.state_dict()} if self.ema is not None else {}
+        checkpoint.save_training(run_dir, progress, model, updater, rng, best, extra)
         if kept:
             for _, path in checkpoint.kept_weights(run_dir)[:-self.keep_last]:
                 path.unlink()

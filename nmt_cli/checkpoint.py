@@ -148,14 +148,15 @@ def save_train_state(path: Path, state: dict[str, Any]) -> None:
 def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updater: Updater,
                   rng: list[dict[str, Any]], best: bool, extra: dict[str, Any] | None = None
                   ) -> None:
-    """Write the training state (`rng`: each rank's random states; `extra`: more of it), then
-    the latest weights, and the best ones too when `best`. Each file is replaced whole, so a
-    crash between two of them leaves a resumable run."""
-    save_train_state(run_dir / TRAIN_STATE, {"progress": progress, "model": model.state_dict(),
-                                             **updater.state_dict(), "rng": rng, **(extra or {})})
+    """Write the latest weights, the best ones too when `best`, then the training state (`rng`:
+    each rank's random states; `extra`: more of it). Each file is replaced whole, and the state
+    last: after a crash before it, the run resumes from the state before and writes the
+    weights again as it goes, so none is left from another step than the state says."""
     save_weights(model, run_dir / LAST_WEIGHTS)
     if best:
         save_weights(model, run_dir / BEST_WEIGHTS)
+    save_train_state(run_dir / TRAIN_STATE, {"progress": progress, "model": model.state_dict(),
+                                             **updater.state_dict(), "rng": rng, **(extra or {})})
 
 
 def restore_training(run_dir: Path, state: dict[str, Any], model: Seq2Seq, updater: Updater,

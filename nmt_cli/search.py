@@ -13,6 +13,7 @@ search goes on from there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -429,22 +430,25 @@ def check_nbest(nbest: int, config: DecodeConfig) -> None:
 
 
 def translate_ids(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
-                  device: torch.device, prefixes: list[list[int]] | None = None
-                  ) -> list[list[int]]:
+                  device: torch.device, prefixes: list[list[int]] | None = None,
+                  after_batch: Callable[[], None] = lambda: None) -> list[list[int]]:
     """Translate many sentences (translate_nbest); an empty source gives an empty output."""
     return [hyps[0].tokens if hyps else []
-            for hyps in translate_nbest(model, src_ids, config, device, prefixes=prefixes)]
+            for hyps in translate_nbest(model, src_ids, config, device, prefixes=prefixes,
+                                        after_batch=after_batch)]
 
 
 def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConfig,
                     device: torch.device, nbest: int = 1,
                     generator: torch.Generator | None = None,
-                    prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+                    prefixes: list[list[int]] | None = None,
+                    after_batch: Callable[[], None] = lambda: None) -> list[list[Hypothesis]]:
     """The n-best lists of many sentences: sorted by length into batches of similar length,
     then returned in the input order. Empty sources give empty lists; sources longer than
     the model's positions are truncated. Sampling draws from `generator` (default: one
     seeded with config.sampling_seed). `prefixes`: each sentence's target prefix ids (none:
-    an empty list), cut to what the model can position."""
+    an empty list), cut to what the model can position. `after_batch` is called after each
+    batch (validation stops there on a signal)."""
     if config.sampling and generator is None:
         generator = new_generator(config.sampling_seed, device)
     src_ids = [s[: model.max_positions - 1] for s in src_ids]  # room for <eos>
@@ -457,4 +461,5 @@ def translate_nbest(model: Seq2Seq, src_ids: list[list[int]], config: DecodeConf
                                if prefixes else None, device)
         for i, hyps in zip(chunk, search_nbest(model, src, config, nbest, generator, forced)):
             outputs[i] = hyps
+        after_batch()
     return outputs

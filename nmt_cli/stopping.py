@@ -24,6 +24,11 @@ class TrainingInterrupted(Exception):
         self.signum, self.run_dir, self.step = signum, run_dir, step
 
 
+class ValidationStopped(Exception):
+    """A validation cut short by a request to stop: the run saves without it, and validates
+    there first when resumed."""
+
+
 @contextmanager
 def stop_signals() -> Iterator[list[int]]:
     """Turn the first SIGINT/SIGTERM into a request to stop after the current step; a second

@@ -39,7 +39,7 @@ from .models import build_model, compile_features
 from .optim import Step, Updater
 from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
-from .stopping import TrainingInterrupted, stop_at_once, stop_signals
+from .stopping import TrainingInterrupted, ValidationStopped, stop_at_once, stop_signals
 from .tensorboard_log import TensorBoardLog, summary_writer
 from .validation import selection_score
 from .word_vectors import freeze_embeddings, initialise_embeddings
@@ -91,6 +91,7 @@ class Trainer:
         self.updater = Updater(self.model, config, self.device)
         self.optimizer, self.scaler = self.updater.optimizer, self.updater.scaler
         self.progress, self.last_step = TrainingProgress(), Step.TAKEN
+        self.received: list[int] = []  # the stop signal, once one has come (in run)
         if state is not None:  # also drops log records past the saved step
             self.progress = checkpoint.restore_training(run_dir, state, self.model, self.updater,
                                                         TrainingProgress, self.world)
@@ -159,14 +160,25 @@ class Trainer:
         if self.board is not None:
             self.board.write(record)
 
-    def validate_and_save(self) -> None:
+    def validate_and_save(self) -> bool:
         """Rank 0 validates (writing valid/step-N.txt), the others wait for its scores; the
-        best weights are kept."""
+        best weights are kept. False when a signal stopped the validation: the state is saved
+        without it, and the run, resumed, validates there first."""
         outputs = self.run_dir / "valid" / f"step-{self.progress.step:06d}.txt"
-        metrics, samples = self.world.from_main(
-            self.averages.validate(self.model, self.corpus, self.config.train, self.device, outputs,
-                                   first=self.progress.validated_at < 0)
-            if self.world.is_main else None)
+        scored = None
+        if self.world.is_main:
+            try:
+                scored = self.averages.validate(self.model, self.corpus, self.config.train,
+                                                self.device, outputs,
+                                                self.progress.validated_at < 0,
+                                                lambda: bool(self.received))
+            except ValidationStopped:
+                pass
+        if (scored := self.world.from_main(scored)) is None:
+            self.received[:] = self.received or [signal.SIGTERM]  # every rank stops
+            self.save(best=False)
+            return False
+        metrics, samples = scored
         metric, on_schedule = self.config.train.best_metric, self.on_schedule()
         improved = self.progress.count_validation(selection_score(metrics, metric), on_schedule)
         if on_schedule:  # the plateau schedule
@@ -185,18 +197,20 @@ class Trainer:
         self.write_metrics(record)  # before the save: see truncate_metrics
         self.save(best=improved)
         self.emit({**record, "samples": samples})
+        return True
 
     def run(self) -> Path:
         try:
             with stop_signals() as received:
+                self.received = received
                 self.loop(received)
         finally:
             self.batches.close()
             self.corpus.close()
             if self.board is not None:
                 self.board.close()
-        if received:
-            raise TrainingInterrupted(received[0], self.run_dir, self.progress.step)
+        if self.received:
+            raise TrainingInterrupted(self.received[0], self.run_dir, self.progress.step)
         self.emit({"kind": "done", "step": self.progress.step,
                    "best_metric": self.config.train.best_metric,
                    "best_score": self.progress.best_score, "run_dir": str(self.run_dir),
@@ -216,8 +230,8 @@ class Trainer:
                            + (" or its patience runs out" if t.patience else "")))
         if p.at_start:
             self.save(best=False)  # from here on, a stopped run can always be resumed
-            if t.finetune_from and p.validated_at < 0:
-                self.validate_and_save()  # the parent's score on this validation set: the mark
+            if t.finetune_from and p.validated_at < 0 and not self.validate_and_save():
+                return  # (the parent's score on this validation set is the mark to beat)
         elif p.step % t.validate_every == 0 and p.validated_at != p.step and self.validate():
             return  # it was stopped at a step due for validation: that validation comes first
         started = time.monotonic() - p.train_time
@@ -253,8 +267,10 @@ class Trainer:
         return self.progress.step % self.config.train.validate_every == 0
 
     def validate(self) -> bool:
-        """Validate and save; True when patience has run out (early stopping)."""
-        self.validate_and_save()
+        """Validate and save; True when training ends here: a signal stopped the validation,
+        or patience has run out (early stopping)."""
+        if not self.validate_and_save():
+            return True
         if stop := self.progress.out_of_patience(t := self.config.train):
             self.emit(info(f"early stopping: no better validation {t.best_metric} in "
                            f"{t.patience} validations"))

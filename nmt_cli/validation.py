@@ -7,6 +7,7 @@ the validations (`selection_score`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -21,6 +22,7 @@ from .languages import interleaved
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
+from .stopping import ValidationStopped
 
 GREEDY = DecodeConfig(beam=1, batch_size=128)
 SAMPLES = 3  # validation pairs shown with the model's output at every validation
@@ -28,13 +30,22 @@ SAMPLES = 3  # validation pairs shown with the model's output at every validatio
 
 @torch.inference_mode()
 def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: torch.device,
-             outputs: Path) -> tuple[dict[str, float], list[dict[str, str]]]:
+             outputs: Path, stopping: Callable[[], bool] = lambda: False
+             ) -> tuple[dict[str, float], list[dict[str, str]]]:
     """Loss per target token and perplexity (no label smoothing), BLEU and chrF; the
     translations go to the file `outputs`. Returns the scores and a few (source, reference,
-    output)."""
+    output). Raises ValidationStopped between two batches once `stopping()`: a run told to
+    stop saves at once, not after a validation that may outlast its grace period (torchrun
+    and container runtimes kill after SIGTERM's 30 seconds)."""
+
+    def check() -> None:
+        if stopping():
+            raise ValidationStopped
+
     model.eval()
     total_loss, total_tokens = 0.0, 0
     for indices in token_batches(*corpus.val.lengths(), t.batch_tokens):
+        check()
         batch = make_batch(corpus.val, indices, model.length_multiple).to(device)
         with mixed_precision(device, t.precision):
             total_loss += teacher_forced_loss(model, batch.src, batch.tgt_in, batch.tgt_out,
@@ -42,7 +53,8 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
         total_tokens += batch.num_tgt_tokens
     loss = total_loss / max(total_tokens, 1)
     text = corpus.val_text
-    hypotheses = translate_greedy(model, corpus, text.src, t.precision, device)
+    check()
+    hypotheses = translate_greedy(model, corpus, text.src, t.precision, device, check)
     outputs.parent.mkdir(exist_ok=True)
     atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
     bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf")))
@@ -73,7 +85,9 @@ def shown_score(score: float, metric: str) -> float:
 
 
 def translate_greedy(model: Seq2Seq, corpus: TrainingCorpus, lines: list[str], precision: str,
-                     device: torch.device) -> list[str]:
+                     device: torch.device, after_batch: Callable[[], None] = lambda: None
+                     ) -> list[str]:
     with mixed_precision(device, precision):
-        ids = translate_ids(model, corpus.tokenizer.encode_src(lines), GREEDY, device)
+        ids = translate_ids(model, corpus.tokenizer.encode_src(lines), GREEDY, device,
+                            after_batch=after_batch)
     return corpus.tokenizer.decode_tgt(ids)

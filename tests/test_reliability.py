@@ -102,6 +102,37 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(corpus, referen
     assert same_weights(run_dir / "model.safetensors", reference / "model.safetensors")
 
 
+def test_a_signal_during_a_validation_stops_it_and_saves_at_once(corpus, reference, tmp_path,
+                                                                 monkeypatch):
+    """torchrun, and container runtimes, kill a process 30 s after SIGTERM: a validation that
+    ran on to its end lost every step since the last save. It stops between two batches; the
+    run saves, and resumed, validates there first, as an unbroken run."""
+    import nmt_cli.validation
+
+    make_batch, at_16 = nmt_cli.validation.make_batch, []
+
+    def signalled_inside(*args, **kwargs):  # the first batch of the validation at step 16
+        if at_16 == [True]:
+            at_16.append(False)
+            signal.raise_signal(signal.SIGTERM)
+        return make_batch(*args, **kwargs)
+
+    monkeypatch.setattr(nmt_cli.validation, "make_batch", signalled_inside)
+    run_dir = prepare_run_dir(tmp_path / "run")
+    with pytest.raises(TrainingInterrupted) as stopped:
+        Trainer(tiny_config(corpus, 30), run_dir,
+                lambda e: at_16.append(True) if e.get("step") == 16 and not at_16 else None).run()
+    assert stopped.value.step == 16 and stopped.value.signum == signal.SIGTERM
+    progress = checkpoint.load_train_state(run_dir / checkpoint.TRAIN_STATE)["progress"]
+    assert (progress["step"], progress["validated_at"]) == (16, 8)
+    assert not (run_dir / "valid" / "step-000016.txt").exists()  # cut short
+    assert [s for s, _, _ in validations(run_dir)] == [8]
+    resume(run_dir)
+    assert step_losses(run_dir) == step_losses(reference)
+    assert validations(run_dir) == validations(reference)
+    assert same_weights(run_dir / "model.safetensors", reference / "model.safetensors")
+
+
 def step_rates(run_dir: Path) -> list[tuple[int, float, float]]:
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     return [(r["step"], r["loss"], r["lr"]) for r in records if r["kind"] == "step"]
@@ -170,6 +201,39 @@ def test_subword_sampling_draws_each_epoch_anew_and_resumes_exactly(corpus, tmp_
     plain = prepare_run_dir(tmp_path / "plain")
     Trainer(tiny_config(corpus, 24), plain, lambda e: None).run()
     assert step_losses(plain) != step_losses(whole)
+
+
+class Crash(Exception):
+    """A stand-in for SIGKILL at a chosen moment."""
+
+
+@pytest.mark.parametrize("killed_in", [checkpoint.BEST_WEIGHTS, checkpoint.EMA_WEIGHTS])
+def test_a_crash_while_the_best_weights_are_written_leaves_none_of_another_step(
+        corpus, tmp_path, monkeypatch, killed_in):
+    """Killed while writing the best weights of step 16, the run resumes from step 8, whose
+    state it had written last, and writes them again: every file ends as an unbroken run's.
+    (The state used to be written first: the best weights stayed those of step 8 for good.)"""
+    config = tiny_config(corpus, 24, **{"train.ema_decay": 0.9, "train.best_metric": "loss"})
+    whole = prepare_run_dir(tmp_path / "whole")
+    Trainer(config, whole, lambda e: None).run()
+    real, writes = checkpoint.save_weights, []
+
+    def killed_at_the_second(model, path):
+        writes.append(path.name)
+        if writes.count(killed_in) == 2:  # at step 16: the best at every validation (loss)
+            raise Crash
+        real(model, path)
+
+    monkeypatch.setattr(checkpoint, "save_weights", killed_at_the_second)
+    broken = prepare_run_dir(tmp_path / "broken")
+    with pytest.raises(Crash):
+        Trainer(config, broken, lambda e: None).run()
+    monkeypatch.setattr(checkpoint, "save_weights", real)
+    assert saved_step(broken) == 8
+    resume(broken)
+    for name in (checkpoint.BEST_WEIGHTS, checkpoint.LAST_WEIGHTS, checkpoint.EMA_WEIGHTS,
+                 checkpoint.EMA_LAST_WEIGHTS):
+        assert same_weights(broken / name, whole / name), name
 
 
 def test_sampled_segmentations_keep_to_the_length_ratio(corpus, tmp_path):
