@@ -136,6 +136,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                             f"prepare it as before (nmt data prepare --tokenizer {run_dir}), "
                             "or start a new run")
     record = corpus_record(info if is_prepared else train_text, val_text)
+    check_ranks_read_the_same(world, record, folder)
     if not new_run:
         check_same_pairs(recorded or {}, record, folder, run_dir)
         record |= {split: then for split, then in (recorded or {}).items()
@@ -154,9 +155,13 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
                        f"{config.tokenizer.vocab_size:,}: all that this corpus gives")
     world.barrier()
     if not world.is_main and not any(run_dir.glob("spm*.model")):
-        raise UserError(f"rank {world.rank}: {run_dir} holds no tokenizer here; training on "
-                        "several machines needs the run directory on a filesystem all share")
+        raise UserError(f"rank {world.rank}: {run_dir} holds no tokenizer here; {SHARED}")
     tokenizer = Tokenizer.load(run_dir)
+    digests = world.everyones(hashlib.sha256(b"".join(tokenizer_files(run_dir).values()))
+                              .hexdigest())
+    if others := [str(rank) for rank, digest in enumerate(digests) if digest != digests[0]]:
+        raise UserError(f"{run_dir}: rank {', '.join(others)} reads another tokenizer there "
+                        f"than rank 0; {SHARED}")
     if is_prepared:
         train = prepared.open_prepared(folder, data.src_lang, data.tgt_lang,
                                        (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size))
@@ -208,6 +213,9 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     return TrainingCorpus(tokenizer, train, val_text, val, config, kept, train, record=record)
 
 
+SHARED = "training on several machines needs the run directory on a filesystem all share"
+
+
 def corpus_record(train: ParallelText | dict, val: ParallelText) -> dict[str, dict[str, Any]]:
     """What a run records of its training pairs, read as text or prepared (`train`: the
     corpus's prepared.json), and of its validation pairs."""
@@ -251,19 +259,35 @@ def check_same_pairs(recorded: dict[str, dict[str, Any]], record: dict[str, dict
     for split, then in recorded.items():
         if split.startswith("test"):
             continue
-        now = record.get(split, {})
-        differ = {key for key in then.keys() & now.keys() if then[key] != now[key]}
-        if not differ:
-            continue
-        if "kind" in differ:
-            what = f"{then['kind']} then, {now['kind']} now"
-        elif "pairs" in differ:
-            what = f"{then['pairs']:,} pairs then, {now['pairs']:,} now"
-        else:
-            what = "as many, but others"
-        raise UserError(f"{folder}: its {split} pairs are not those this run began with "
-                        f"({what}): resume it on those, or train on these from its weights "
-                        f"(--finetune {run_dir})")
+        if what := difference(then, record.get(split, {}), ("then", "now")):
+            raise UserError(f"{folder}: its {split} pairs are not those this run began with "
+                            f"({what}): resume it on those, or train on these from its "
+                            f"weights (--finetune {run_dir})")
+
+
+def check_ranks_read_the_same(world: World, record: dict[str, dict[str, Any]], folder: Path
+                              ) -> None:
+    """Every rank reads the training and validation pairs that rank 0 reads. On several
+    machines each reads its own copy of the corpus: with other pairs, its epochs would hold
+    other batches, and the ranks would wait on each other at different steps."""
+    records = world.everyones({split: r for split, r in record.items()
+                               if not split.startswith("test")})
+    for rank, theirs in enumerate(records[1:], 1):
+        for split, ours in records[0].items():
+            if what := difference(ours, theirs.get(split, {}), ("at rank 0", f"at rank {rank}")):
+                raise UserError(f"{folder}: rank {rank} reads other {split} pairs than rank 0 "
+                                f"({what}): every machine must hold the same corpus")
+
+
+def difference(first: dict[str, Any], second: dict[str, Any], where: tuple[str, str]
+               ) -> str | None:
+    """How two records of a split differ, in words (None when they agree where both say)."""
+    differ = {key for key in first.keys() & second.keys() if first[key] != second[key]}
+    if "kind" in differ:
+        return f"{first['kind']} {where[0]}, {second['kind']} {where[1]}"
+    if "pairs" in differ:
+        return f"{first['pairs']:,} pairs {where[0]}, {second['pairs']:,} {where[1]}"
+    return "as many, but others" if differ else None
 
 
 def read_training_text(folder: Path, config: Config) -> ParallelText:

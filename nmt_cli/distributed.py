@@ -15,6 +15,7 @@ NCCL connects GPUs, gloo CPUs.
 
 from __future__ import annotations
 
+import inspect
 import os
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -70,6 +71,14 @@ class World:
         dist.gather_object(value, values, dst=0)
         return values
 
+    def everyones(self, value: Any) -> list[Any]:
+        """Every rank's `value`, in rank order, on every rank."""
+        if self.size == 1:
+            return [value]
+        values: list[Any] = [None] * self.size
+        dist.all_gather_object(values, value)
+        return values
+
     def maximum(self, *values: float) -> list[float]:
         """Element-wise maximum over ranks (e.g. of a stop flag and the elapsed time)."""
         if self.size == 1:
@@ -116,7 +125,10 @@ def wrap(module: torch.nn.Module, world: World) -> torch.nn.Module:
 
     ids = [world.device.index] if world.device.type == "cuda" else None
     # The only buffers (positional encodings) never change: no need to send them each step.
-    return DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
+    # (newer releases of torch renamed the option, and warn at the old name)
+    renamed = "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+    return DistributedDataParallel(module, device_ids=ids, **{
+        "forward_sync_buffers" if renamed else "broadcast_buffers": False})
 
 
 def leave(world: World) -> None:

@@ -29,9 +29,10 @@ from . import averaging, checkpoint, distributed, finetune
 from .attention_maps import draw_validation_attention
 from .checkpoint import ATTENTION_DIR, BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
 from .config import Config
-from .corpus import load_training_corpus
+from .corpus import SHARED, load_training_corpus
 from .data import BatchLoader, token_batches
 from .devices import fast_kernels, keep_freed_memory, mixed_precision, resolve_device
+from .errors import UserError
 from .events import Event, info
 from .languages import interleaved
 from .loss import TeacherForcedLoss
@@ -321,15 +322,40 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
     """Continue a run from its training state; `overrides` may change e.g. its limits."""
     run_dir, on_event = Path(run_dir), on_event or (lambda event: None)
     config, state = checkpoint.load_for_resume(run_dir, overrides or {})
-    before = checkpoint.read_config(run_dir)[0].data.data_dir
-    if before != config.data.data_dir:  # a corpus moved elsewhere
-        on_event(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'}"
-                      f" (it was {before or 'the bundled sample'})"))
-    if distributed.init(resolve_device(config.train.device)).is_main:
+    world = distributed.init(resolve_device(config.train.device))
+    check_resumed_alike(world, state["progress"], run_dir)
+    note = on_event if world.is_main else (lambda event: None)
+    before = checkpoint.read_config(run_dir)[0]
+    if before.data.data_dir != config.data.data_dir:  # a corpus moved elsewhere
+        note(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} "
+                  f"(it was {before.data.data_dir or 'the bundled sample'})"))
+    ranks = len(state["rng"]) if isinstance(state.get("rng"), list) else 1  # that saved it
+    if (then := ranks * before.train.accum) != (now := world.size * config.train.accum):
+        keeps = (f"; --set train.accum={then // world.size} keeps them at {then}"
+                 if then % world.size == 0 else "")
+        note(info(f"an update took {then} batches ({ranks} processes x train.accum "
+                  f"{before.train.accum}) and now takes {now} ({world.size} x "
+                  f"{config.train.accum}): the run goes on otherwise than it would have"
+                  + keeps))
+    if world.is_main:
         checkpoint.remove_partial_writes(run_dir)
     with stop_at_once():
         trainer = Trainer(config, run_dir, on_event, state)
     return run_to_the_end(trainer)
+
+
+def check_resumed_alike(world: distributed.World, progress: dict[str, Any], run_dir: Path
+                        ) -> None:
+    """Every rank resumes from the state that rank 0 resumes from. On several machines each
+    reads the run directory where it runs: one that read a stale copy would train other steps,
+    and the ranks would wait on each other."""
+    states = world.everyones(progress)
+    for rank, theirs in enumerate(states[1:], 1):
+        if theirs != states[0]:
+            what = (f"step {theirs['step']:,}" if theirs["step"] != states[0]["step"]
+                    else "another state at that step")
+            raise UserError(f"{run_dir}: rank {rank} resumes from {what}, rank 0 from step "
+                            f"{states[0]['step']:,}; {SHARED}")
 
 
 def run_to_the_end(trainer: Trainer) -> Path:

@@ -2,10 +2,13 @@
 
 FAIL_AT_STEP=S  rank 1 raises a UserError when it is about to take step S.
 GUARD_WRITES=1  ranks other than 0 raise on any attempt to write in the run directory.
+RANK_1_READS=A=B  rank 1 is given B for each argument A: another corpus or run directory, as a
+                  machine with its own copy would have.
 """
 
 import builtins
 import os
+import sys
 from pathlib import Path
 
 from nmt_cli import training
@@ -40,5 +43,9 @@ if RANK != 0 and os.environ.get("GUARD_WRITES"):
 
     builtins.open = guarded_open
     Tokenizer.train = staticmethod(no_tokenizer_training)
+
+if RANK == 1 and os.environ.get("RANK_1_READS"):
+    given, instead = os.environ["RANK_1_READS"].split("=")
+    sys.argv = [instead if arg == given else arg for arg in sys.argv]
 
 app(prog_name="nmt")

@@ -85,13 +85,39 @@ def test_only_rank_0_writes_the_run_directory(single, pair):
 
 
 def test_resuming_with_another_number_of_processes(corpus, pair, tmp_path):
+    """It goes on, saying that its updates are now of another size; and ranks that would
+    resume from other states (a machine with a stale copy of the run) stop at once."""
     run_dir, _ = pair
-    resumed = tmp_path / "run"
-    subprocess.run(["cp", "-r", str(run_dir), str(resumed)], check=True)
+    resumed, stale = tmp_path / "run", tmp_path / "stale"
+    for copy in (resumed, stale):
+        subprocess.run(["cp", "-r", str(run_dir), str(copy)], check=True)
     result = subprocess.run([sys.executable, "-m", "nmt_cli", "train", "--resume", str(resumed),
                              "--max-steps", str(STEPS + 2)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert [r["step"] for r in records(resumed, "step")] == list(range(1, STEPS + 3))
+    assert ("an update took 2 batches (2 processes x train.accum 1) and now takes 1 (1 x 1): "
+            "the run goes on otherwise than it would have; --set train.accum=2 keeps them at 2"
+            in " ".join(result.stderr.split()))
+    result = torchrun(["train", "--resume", str(resumed), "--max-steps", str(STEPS + 4)],
+                      timeout=90, RANK_1_READS=f"{resumed}={stale}")
+    assert result.returncode != 0
+    assert (f"error: {resumed}: rank 1 resumes from step {STEPS}, rank 0 from step {STEPS + 2}; "
+            "training on several machines needs the run directory on a filesystem all share"
+            in result.stderr.replace(str(stale), str(resumed)))
+    assert [r["step"] for r in records(resumed, "step")] == list(range(1, STEPS + 3))
+
+
+def test_ranks_that_read_other_corpora_stop_at_once(corpus, tmp_path):
+    """On machines with their own copies of the corpus, one that differs would give its rank
+    other batches: trained on, the ranks waited on each other until the collective timeout."""
+    other = write_corpus(tmp_path / "other", {
+        "train": (read_sample("train", "en", 200), read_sample("train", "de", 200)),
+        "val": (read_sample("val", "en", 10), read_sample("val", "de", 10))})
+    result = torchrun(train_args(corpus, tmp_path / "run", steps=50), timeout=90,
+                      RANK_1_READS=f"{corpus}={other}")
+    assert result.returncode != 0
+    assert (f"error: {corpus}: rank 1 reads other train pairs than rank 0 (300 pairs at rank 0, "
+            "200 at rank 1): every machine must hold the same corpus" in result.stderr)
 
 
 def test_a_failure_on_rank_1_ends_both_processes(corpus, tmp_path):

@@ -126,8 +126,13 @@ def train(
                                       on_event=display.show)
         else:
             run_dir = train_model(config, run, on_event=display.show)
-    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
+    if reports():
         print(run_dir)
+
+
+def reports() -> bool:
+    """Whether this process reports the run's outcome: under torchrun, rank 0 alone."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def settings_to_train(resume: Path | None, preset_name: str | None, config_file: Path | None,
@@ -157,7 +162,8 @@ def interruptible():
         yield
     except TrainingInterrupted as e:
         ignore_stop_signals()
-        err.print(str(e), highlight=False, soft_wrap=True)
+        if reports():
+            err.print(str(e), highlight=False, soft_wrap=True)
         raise typer.Exit(128 + e.signum) from None
     except KeyboardInterrupt:  # a second Ctrl-C: what is on disk is whole (atomic writes)
         ignore_stop_signals()
