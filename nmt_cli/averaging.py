@@ -106,7 +106,8 @@ class Averages:
                 "ema_best": self.improved}, samples
 
     def save_training(self, run_dir: Path, progress: dict[str, Any], model: Seq2Seq,
-                      updater: Updater, rng: list[dict[str, Any]], best: bool) -> None:
+                      updater: Updater, rng: list[dict[str, Any]], best: bool,
+                      extra: dict[str, Any] | None = None) -> None:
         """checkpoint.save_training with the EMA in the training state and its weights beside.
         A save at a validation keeps the weights as step-N.safetensors. Every weights file is
         written before the state (after a crash between the two, the resumed run writes them
@@ -119,7 +120,7 @@ class Averages:
             checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_LAST_WEIGHTS)
             if self.improved and progress["validated_at"] == step:
                 checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_WEIGHTS)
-        extra = {"ema": self.state_dict()} if self.ema is not None else {}
+        extra = {**(extra or {}), **({"ema": self.state_dict()} if self.ema is not None else {})}
         checkpoint.save_training(run_dir, progress, model, updater, rng, best, extra)
         if kept:
             for _, path in checkpoint.kept_weights(run_dir)[:-self.keep_last]:

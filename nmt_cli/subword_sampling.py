@@ -37,7 +37,8 @@ import sentencepiece as spm
 # The kinds of piece in SentencePiece's model file (sentencepiece_model.proto)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
-MAX_CACHED_WORDS = 1_000_000  # a unigram lattice takes about 0.5 KB, plain BPE 0.3 KB
+MAX_CACHED_WORDS = 200_000  # a unigram lattice takes about 1 KB (a word), plain BPE 0.3 KB
+FLT_MIN, FLT_MAX = 1.1754943508222875e-38, 3.4028234663852886e38  # C's, for float
 UNK_PENALTY = 10.0  # SentencePiece scores an unknown character this far below the worst piece
 WORD_START = "\u2581"
 
@@ -123,8 +124,10 @@ class SubwordSampler:
                 self.user_defined.append(text)
             elif kind == BYTE:
                 byte_ids[int(text[3:5], 16)] = i  # <0x41>
-        self.max_score = max(normal_scores, default=0.0)
-        self.unk_score = min(normal_scores, default=0.0) - UNK_PENALTY
+        # As SentencePiece's unigram model: the greatest score starts from FLT_MIN, the least
+        # from FLT_MAX (unigram scores are log-probabilities, all below 0)
+        self.max_score = max([FLT_MIN, *normal_scores])
+        self.unk_score = min([FLT_MAX, *normal_scores]) - UNK_PENALTY
         self.byte_ids = [byte_ids[b] for b in range(256)] if len(byte_ids) == 256 else None
         self.unk_id = processor.unk_id()
         self.longest = max(map(len, self.pieces), default=1)
@@ -163,7 +166,8 @@ class SubwordSampler:
         return tuple(self.byte_ids[b] for b in char.encode())
 
     def user_score(self, text: str) -> float:
-        """SentencePiece's score for a user-defined piece: above any path of normal pieces."""
+        """SentencePiece's score for a user-defined piece (about -0.1 in a unigram model: so
+        high that it is nearly always kept whole)."""
         return len(text) * self.max_score - 0.1
 
     def lattice(self, word: str, alpha: float) -> WordLattice:

@@ -92,7 +92,8 @@ class Trainer:
         self.updater = Updater(self.model, config, self.device)
         self.optimizer, self.scaler = self.updater.optimizer, self.updater.scaler
         self.progress, self.last_step = TrainingProgress(), Step.TAKEN
-        self.received: list[int] = []  # the stop signal, once one has come (in run)
+        self.received: list[int] = []  # the stop signal, once one has come here (in run)
+        self.stopped = False  # stopping on a signal, which may have come to another rank
         if state is not None:  # also drops log records past the saved step
             self.progress = checkpoint.restore_training(run_dir, state, self.model, self.updater,
                                                         TrainingProgress, self.world)
@@ -150,7 +151,8 @@ class Trainer:
             return
         try:
             self.averages.save_training(self.run_dir, asdict(self.progress), self.model,
-                                        self.updater, rng, best)
+                                        self.updater, rng, best, {"update_batches":
+                                        self.world.size * self.config.train.accum})
         except OSError as e:
             self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
                        f"a checkpoint ({e.strerror or e}); the previous one is kept"})
@@ -175,8 +177,8 @@ class Trainer:
                                                 lambda: bool(self.received))
             except ValidationStopped:
                 pass
-        if (scored := self.world.from_main(scored)) is None:
-            self.received[:] = self.received or [signal.SIGTERM]  # every rank stops
+        if (scored := self.world.from_main(scored)) is None:  # every rank stops
+            self.stopped = True
             self.save(best=False)
             return False
         metrics, samples = scored
@@ -210,8 +212,9 @@ class Trainer:
             self.corpus.close()
             if self.board is not None:
                 self.board.close()
-        if self.received:
-            raise TrainingInterrupted(self.received[0], self.run_dir, self.progress.step)
+        if self.received or self.stopped:  # the signal came here, or to another rank
+            raise TrainingInterrupted(self.received[0] if self.received else signal.SIGTERM,
+                                      self.run_dir, self.progress.step)
         self.emit({"kind": "done", "step": self.progress.step,
                    "best_metric": self.config.train.best_metric,
                    "best_score": self.progress.best_score, "run_dir": str(self.run_dir),
@@ -244,13 +247,14 @@ class Trainer:
             loss, tokens = self.train_step(update)
             now = time.monotonic()
             p.train_time = now - started
-            if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
-                stop, p.train_time = self.world.maximum(float(bool(received)), p.train_time)
-                received += [signal.SIGTERM] if stop and not received else []
             taken = self.count_step(loss)
             if taken:
                 self.log_step(loss, tokens, speed.add(now - step_began, tokens), epoch_fraction)
-            if received:
+            stop = bool(received)
+            if self.world.size > 1:  # ranks stop together, and agree on the time for max_time
+                stop, p.train_time = self.world.maximum(float(stop), p.train_time)
+            if stop:  # as all ranks decided, whatever signal came since
+                self.stopped = True
                 self.save(best=False)
                 return
             if taken and p.step % t.validate_every == 0 and self.validate():
@@ -330,11 +334,12 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
         note(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} "
                   f"(it was {before.data.data_dir or 'the bundled sample'})"))
     ranks = len(state["rng"]) if isinstance(state.get("rng"), list) else 1  # that saved it
-    if (then := ranks * before.train.accum) != (now := world.size * config.train.accum):
+    then = state.get("update_batches", ranks * before.train.accum)  # older states lack it
+    if then != (now := world.size * config.train.accum):
         keeps = (f"; --set train.accum={then // world.size} keeps them at {then}"
                  if then % world.size == 0 else "")
         note(info(f"an update took {then} batches ({ranks} processes x train.accum "
-                  f"{before.train.accum}) and now takes {now} ({world.size} x "
+                  f"{then // ranks}) and now takes {now} ({world.size} x "
                   f"{config.train.accum}): the run goes on otherwise than it would have"
                   + keeps))
     if world.is_main:

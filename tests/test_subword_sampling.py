@@ -9,10 +9,11 @@ import subprocess
 import sys
 
 import pytest
+import sentencepiece as spm
 
 from nmt_cli.config import TokenizerConfig
 from nmt_cli.subword_sampling import WORD_START, SubwordSampler
-from nmt_cli.tokenizer import Tokenizer
+from nmt_cli.tokenizer import Tokenizer, train_sentencepiece
 
 from conftest import read_sample
 
@@ -119,6 +120,24 @@ def test_among_the_n_best_the_draw_follows_their_scores(tmp_path):
     drawn = frequencies(sampler.draw([line] * 10_000, 0.5, 4, random.Random(1)))
     exact = exact_distribution({tuple(ids): s for ids, s in zip(best, scores)}, 0.5)
     assert set(drawn) == set(exact) and distance(drawn, exact) < 0.02
+
+
+def test_a_user_defined_piece_is_scored_as_sentencepiece_scores_it(tmp_path):
+    """As SentencePiece's source scores it, len * max(FLT_MIN, the best normal score) - 0.1,
+    about -0.1: kept whole about as often as SentencePiece keeps it (0.90 and 0.91 of the
+    draws at alpha 0.1). It was scored len * the best normal score - 0.1, far lower."""
+    src, tgt = read_sample("train", "en", 800), read_sample("train", "de", 800)
+    processor = spm.SentencePieceProcessor(model_proto=train_sentencepiece(
+        src + tgt, TokenizerConfig(vocab_size=500), tags=[WORD]))
+    sampler, line = SubwordSampler(processor), f"Die {WORD} ist groß."
+    whole = processor.piece_to_id(WORD)
+    assert whole in processor.encode(line)
+    for nbest in (-1, 8):
+        ours = sampler.draw([line] * 20_000, 0.1, nbest, random.Random(1))
+        theirs = processor.encode([line] * 20_000, enable_sampling=True, alpha=0.1,
+                                  nbest_size=nbest)
+        kept = [sum(whole in ids for ids in draws) / 20_000 for draws in (ours, theirs)]
+        assert kept[0] == pytest.approx(kept[1], abs=0.03)
 
 
 def test_two_processes_draw_the_same_segmentations_for_a_seed(tmp_path):
