@@ -29,6 +29,7 @@ import itertools
 import math
 import random
 import struct
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -109,8 +110,7 @@ class SubwordSampler:
         self.model_type = MODEL_TYPES[trainer.get(3, [1])[0]]
         self.pieces: dict[str, Piece] = {}  # what a word may be cut into
         self.merge_ranks: dict[str, float] = {}  # bpe: -score of the merge that makes a piece
-        self.user_defined: list[str] = []
-        byte_ids, normal_scores = {}, []
+        byte_ids, normal_scores, user_ids = {}, [], {}
         for i, raw in enumerate(model.get(1, [])):
             fields = message_fields(raw)
             text, kind = fields[1][0].decode(), fields.get(3, [NORMAL])[0]
@@ -120,21 +120,25 @@ class SubwordSampler:
                 self.merge_ranks[text] = -score
                 normal_scores.append(score)
             elif kind == USER_DEFINED:
-                self.pieces[text] = Piece((i,), math.nan)  # scored by its length: user_score
-                self.user_defined.append(text)
+                user_ids[text] = i
             elif kind == BYTE:
                 byte_ids[int(text[3:5], 16)] = i  # <0x41>
         # As SentencePiece's unigram model: the greatest score starts from FLT_MIN, the least
         # from FLT_MAX (unigram scores are log-probabilities, all below 0)
         self.max_score = max([FLT_MIN, *normal_scores])
         self.unk_score = min([FLT_MAX, *normal_scores]) - UNK_PENALTY
+        # SentencePiece scores a user-defined piece len * max_score - 0.1, about -0.1 in a
+        # unigram model: so high that it is nearly always kept whole
+        for text, i in user_ids.items():
+            self.pieces[text] = Piece((i,), len(text) * self.max_score - 0.1)
+        self.user_defined = list(user_ids)
         self.byte_ids = [byte_ids[b] for b in range(256)] if len(byte_ids) == 256 else None
         self.unk_id = processor.unk_id()
         self.longest = max(map(len, self.pieces), default=1)
         self.openings = {text[:end] for text in self.pieces for end in range(1, len(text) + 1)}
         inner = {text.find(WORD_START, 1) >= 0 for text in self.pieces}
         self.by_word = True not in inner  # no piece reaches into the next word
-        self.lattices: dict[float, dict[str, WordLattice]] = {}  # by alpha, then word
+        self.lattices: dict[float, dict[str, WordLattice]] = defaultdict(dict)  # alpha, word
         self.plain_merges: dict[str, tuple[list[int], int]] = {}  # per word: BPE's ids, merges
 
     def draw(self, lines: list[str], alpha: float, nbest: int, rng: random.Random
@@ -165,15 +169,10 @@ class SubwordSampler:
             return (self.unk_id,)
         return tuple(self.byte_ids[b] for b in char.encode())
 
-    def user_score(self, text: str) -> float:
-        """SentencePiece's score for a user-defined piece (about -0.1 in a unigram model: so
-        high that it is nearly always kept whole)."""
-        return len(text) * self.max_score - 0.1
-
     def lattice(self, word: str, alpha: float) -> WordLattice:
         """Forward filtering over every segmentation of `word`, done once per word and alpha
         (for the first MAX_CACHED_WORDS words)."""
-        if (found := self.lattices.get(alpha, {}).get(word)) is not None:
+        if (found := self.lattices[alpha].get(word)) is not None:
             return found
         ending: list[list[tuple[int, tuple[int, ...], float]]] = [[] for _ in word] + [[]]
         for start in range(len(word)):
@@ -182,8 +181,7 @@ class SubwordSampler:
                 if (text := word[start:end]) not in self.openings:
                     break  # no piece opens so
                 if (piece := self.pieces.get(text)) is not None:
-                    score = self.user_score(text) if math.isnan(piece.score) else piece.score
-                    ending[end].append((start, piece.ids, score))
+                    ending[end].append((start, piece.ids, piece.score))
                     one_char |= end == start + 1
             if not one_char:
                 ending[start + 1].append((start, self.unknown(word[start]), self.unk_score))
@@ -201,7 +199,7 @@ class SubwordSampler:
         found = WordLattice((0, *itertools.accumulate(map(len, ending))),
                             tuple(start for start, _, _ in nodes),
                             tuple(piece for _, piece, _ in nodes), cumulative)
-        if len(cached := self.lattices.setdefault(alpha, {})) < MAX_CACHED_WORDS:
+        if len(cached := self.lattices[alpha]) < MAX_CACHED_WORDS:
             cached[word] = found
         return found
 
@@ -296,7 +294,7 @@ class SubwordSampler:
         for i in ids:
             text = self.processor.id_to_piece(i)
             if (piece := self.pieces.get(text)) is not None and piece.ids == (i,):
-                total += self.user_score(text) if math.isnan(piece.score) else piece.score
+                total += piece.score
                 known += len(text)
         return total + (length - known) * self.unk_score
 
