@@ -10,7 +10,8 @@ test_2016_flickr is translated into each language with beam 5 and scored (BLEU, 
 two systems of each language are compared by paired bootstrap resampling and approximate
 randomization, as `nmt compare` compares them.
 
-    python -m bench.multilingual [--minutes 20] [--score-only] [--data DIR] [--out DIR]
+    python -m bench.multilingual [--minutes 20] [--set KEY=VALUE ...] [--score-only]
+                                 [--data DIR] [--out DIR]
 
 Runs go to DIR/en-de, DIR/en-fr, DIR/en-cs and DIR/en-all (bench/out/multilingual by default);
 --score-only scores runs already there.
@@ -31,12 +32,14 @@ PRESET = "multi30k-transformer-20m"
 VALIDATE_EVERY = 750  # the preset's 250, times the three validation sets
 
 
-def train_all(out: Path, corpus: Path, minutes: float) -> dict[str, float]:
-    """Train the three one-language runs and the run into all three; their wall minutes."""
-    runs = {language: (out / f"en-{language}", f"en-{language}", minutes, ())
+def train_all(out: Path, corpus: Path, minutes: float, settings: tuple[str, ...] = ()
+              ) -> dict[str, float]:
+    """Train the three one-language runs and the run into all three, each with `settings`
+    (key=value) on top of the preset; their wall minutes."""
+    runs = {language: (out / f"en-{language}", f"en-{language}", minutes, settings)
             for language in LANGUAGES}
     runs["all"] = (out / "en-all", f"en-{','.join(LANGUAGES)}", minutes * len(LANGUAGES),
-                   (f"train.validate_every={VALIDATE_EVERY}",))
+                   (*settings, f"train.validate_every={VALIDATE_EVERY}"))
     wall = {}
     for name, (run_dir, pair, budget, settings) in runs.items():
         if run_dir.exists():
@@ -70,6 +73,8 @@ def main() -> None:
     parser = new_parser(__spec__.name, __doc__)
     parser.add_argument("--minutes", type=float, default=20.0,
                         help="each one-language run's budget (the run into all three: 3x)")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of every run (repeatable)")
     parser.add_argument("--score-only", action="store_true")
     add_data_option(parser)
     parser.add_argument("--out", type=Path, default=OUT / "multilingual",
@@ -79,7 +84,8 @@ def main() -> None:
         corpus = multi30k_dir(args.data, f"en-{language}")
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     args.out.mkdir(parents=True, exist_ok=True)
-    wall = {} if args.score_only else train_all(args.out, corpus, args.minutes)
+    wall = {} if args.score_only else train_all(args.out, corpus, args.minutes,
+                                                        tuple(args.settings))
     results = [compare_language(args.out, corpus, language) for language in LANGUAGES]
     (args.out / "multilingual.json").write_text(json.dumps(
         {"wall_minutes": wall, "languages": results}, indent=2) + "\n")

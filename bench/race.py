@@ -17,7 +17,9 @@ Then each translates test_2016_flickr with beam 5 (its own search, length penalt
 settings (bench/peers/README.md says which).
 
     python -m bench.race [--minutes 20] [--systems nmt eole marian joeynmt] [--seed N]
-                         [--data DIR] [--out DIR] [--json FILE]
+                         [--set KEY=VALUE ...] [--data DIR] [--out DIR] [--json FILE]
+
+--set changes a setting of nmt's run (a variant to race against the peers); the peers keep theirs.
 """
 
 from __future__ import annotations
@@ -55,14 +57,15 @@ def plain_test_source(corpus: Path, out: Path) -> Path:
     return path
 
 
-def race_nmt(seconds: float, corpus: Path, out: Path, seed: int | None = None) -> list[str]:
+def race_nmt(seconds: float, corpus: Path, out: Path, seed: int | None = None,
+             settings: tuple[str, ...] = ()) -> list[str]:
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
     run_dir = out / "nmt"
-    quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus, seed=seed)
+    quality.train(PRESET, run_dir, f"{seconds / 60:g}m", corpus, seed=seed, settings=settings)
     sources = read_lines(corpus / "test_2016_flickr.en.gz")
     weights = quality.chosen_weights(read_metrics(run_dir))[0]
     translator = Translator.from_run(run_dir, device="cpu", weights=weights)
@@ -117,6 +120,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=20.0, help="the training budget")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--seed", type=int, help="nmt's train.seed (default: the preset's)")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of nmt's run (repeatable)")
     add_data_option(parser)
     parser.add_argument("--out", type=Path, default=OUT / "race", help="where the runs go")
     parser.add_argument("--json", type=Path, help="default: OUT/race.json")
@@ -132,7 +137,8 @@ def main() -> None:
     results = {}
     for system in args.systems:
         started = time.perf_counter()
-        racer = partial(race_nmt, seed=args.seed) if system == "nmt" else RACERS[system]
+        racer = (partial(race_nmt, seed=args.seed, settings=tuple(args.settings))
+                 if system == "nmt" else RACERS[system])
         hypotheses = racer(args.minutes * 60, corpus, args.out)
         (args.out / f"{system}.test_2016_flickr.de").write_text("\n".join(hypotheses) + "\n")
         results[system] = {**score(hypotheses, references),

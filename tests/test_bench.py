@@ -513,13 +513,15 @@ def test_race_runs_end_to_end_for_nmt(multi30k_layout, tmp_path):
     out = tmp_path / "race"
     result = subprocess.run(
         [sys.executable, "-m", "bench.race", "--minutes", "0.1", "--systems", "nmt", "--seed", "7",
-         "--data", str(multi30k_layout), "--out", str(out), "--json", str(tmp_path / "r.json")],
+         "--set", "model.d_model=32", "--set", "model.d_ff=64", "--data", str(multi30k_layout),
+         "--out", str(out), "--json", str(tmp_path / "r.json")],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads((tmp_path / "r.json").read_text())["nmt"]
     assert 0 <= figures["bleu"] <= 100 and "nrefs:1" in figures["signature"]
     config = json.loads((out / "nmt" / "config.json").read_text())["config"]
     assert figures["seed"] == 7 and config["train"]["seed"] == 7
+    assert config["model"]["d_model"] == 32 and config["train"]["precision"] == "bf16"
     assert len((out / "nmt.test_2016_flickr.de").read_text().splitlines()) == 40
 
 
@@ -555,12 +557,17 @@ def test_multilingual_compares_one_model_into_three_languages_with_three(multi30
         for language in ("de", "fr", "cs"):
             (corpus / path.name.replace(".de.", f".{language}.")).write_bytes(path.read_bytes())
     out = tmp_path / "multilingual"
+    tiny = [arg for setting in ("model.d_model=32", "model.d_ff=64", "tokenizer.vocab_size=300",
+                                "train.validate_every=100000") for arg in ("--set", setting)]
     result = subprocess.run(
-        [sys.executable, "-m", "bench.multilingual", "--minutes", "0.04", "--data", str(corpus),
-         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [sys.executable, "-m", "bench.multilingual", "--minutes", "0.04", *tiny, "--data",
+         str(corpus), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((out / "en-de" / "config.json").read_text())["config"]
+    assert config["model"]["d_model"] == 32 and config["train"]["validate_every"] == 100000
     config = json.loads((out / "en-all" / "config.json").read_text())["config"]
     assert config["data"]["tgt_lang"] == "de,fr,cs" and config["train"]["validate_every"] == 750
+    assert config["model"]["d_model"] == 32
     assert config["train"]["max_time"] == pytest.approx(3 * 0.04 * 60)
     figures = json.loads((out / "multilingual.json").read_text())["languages"]
     assert [f["language"] for f in figures] == ["de", "fr", "cs"]
