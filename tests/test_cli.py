@@ -149,6 +149,16 @@ def test_train_notes_the_settings_a_gru_does_not_read(tmp_path):
     assert result.stderr.splitlines()[3:] == transformer.stderr.splitlines()
 
 
+def test_train_notes_a_target_language_that_is_the_source_language(tmp_path):
+    missing = str(tmp_path / "none")
+    same = invoke("train", "--data", missing, "--src-lang", "de", "--tgt-lang", "de")
+    assert same.stderr.splitlines()[0] == ("note: data.src_lang and data.tgt_lang are both de: "
+                                           "the model learns to copy its sources")
+    for other in ("en", "de,en"):  # into English, or into German and English
+        result = invoke("train", "--data", missing, "--src-lang", "de", "--tgt-lang", other)
+        assert "note:" not in result.stderr and missing in result.stderr
+
+
 def test_bad_corpora(tmp_path):
     mismatched = write_corpus(tmp_path / "mismatch", {"train": (["a", "b"], ["x"]),
                                                       "val": (["a"], ["x"])})

@@ -21,6 +21,7 @@ from ..config import (
     unread_settings,
 )
 from ..errors import UserError
+from ..languages import target_languages
 from ..stopping import TrainingInterrupted, ignore_stop_signals
 from .common import Arch, Device, Precision, app, err, user_errors, value
 
@@ -120,6 +121,9 @@ def train(
         for key in unread_settings(config, command_line_overrides(settings)):
             err.print(f"note: --set {key}: a GRU does not read it (Transformer only)",
                       highlight=False, soft_wrap=True)
+        if target_languages(config.data.tgt_lang) == [config.data.src_lang]:
+            err.print(f"note: data.src_lang and data.tgt_lang are both {config.data.src_lang}: "
+                      "the model learns to copy its sources", highlight=False, soft_wrap=True)
     with interruptible(), TrainingDisplay() as display:
         if resume is not None:
             run_dir = resume_training(resume, command_line_overrides(settings, options),
