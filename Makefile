@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch
 BIN := $(VENV)/bin
+TEST_WORKERS ?= auto
 
 .PHONY: install test lint train bench bench-quick clean
 
@@ -16,8 +17,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev,serve,ct2,tensorboard]"  # the extras too: their tests run
 	touch $@
 
+# The tests run in TEST_WORKERS processes (pytest-xdist; auto: one a core), each test file in
+# one of them, so that a file's shared fixtures are built once; TEST_WORKERS=0 runs them in this
+# process alone.
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	$(BIN)/ruff check .
