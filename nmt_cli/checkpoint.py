@@ -82,11 +82,13 @@ def prepare_run_dir(run_dir: Path) -> Path:
     return run_dir
 
 
-LIBRARIES = ("torch", "sentencepiece", "sacrebleu")  # recorded in config.json
+LIBRARIES = ("sentencepiece", "sacrebleu")  # recorded in config.json, beside Python and torch
 
 
 def library_versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
+    # torch's own version names its build (2.13.0+cpu, 2.13.0+cu130), which the package
+    # metadata of the CUDA wheel from the package index leaves out (2.13.0)
+    found = {"python": platform.python_version(), "torch": torch.__version__}
     for name in LIBRARIES:
         try:
             found[name] = metadata.version(name)
