@@ -481,10 +481,8 @@ def test_finetuning_starts_from_the_parent_and_resumes_without_it(trained_run, t
 
 def test_dump_config_prints_the_settings_a_run_would_take(trained_run, small_corpus, tmp_path):
     """As TOML that --config reads back to the same settings; nothing is trained."""
-    import tomllib
-
     from nmt_cli.checkpoint import read_config
-    from nmt_cli.config import resolve_config, to_dict
+    from nmt_cli.config import resolve_config, to_dict, tomllib  # tomli before Python 3.11
 
     run = tmp_path / "run"
     args = ["--preset", "multi30k-transformer", "--data", str(small_corpus), "--set",
