@@ -145,13 +145,15 @@ def main() -> None:
                            "minutes": round((time.perf_counter() - started) / 60, 1)}
         if system == "nmt":
             results[system]["seed"] = read_config(args.out / "nmt")[0].train.seed
+            results[system]["settings"] = args.settings  # what --set changed in the preset
         print(json.dumps({system: results[system]}), flush=True)
     (args.json or args.out / "race.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"\n| system ({args.minutes:g} minutes of training) | BLEU beam 5 | chrF2 "
           "| minutes in all |")
     print("| --- | --- | --- | --- |")
     for system, r in results.items():
-        print(f"| {system} | {r['bleu']:.2f} | {r['chrf']:.2f} | {r['minutes']} |")
+        name = f"{system} ({', '.join(r['settings'])})" if r.get("settings") else system
+        print(f"| {name} | {r['bleu']:.2f} | {r['chrf']:.2f} | {r['minutes']} |")
 
 
 if __name__ == "__main__":

@@ -522,6 +522,8 @@ def test_race_runs_end_to_end_for_nmt(multi30k_layout, tmp_path):
     config = json.loads((out / "nmt" / "config.json").read_text())["config"]
     assert figures["seed"] == 7 and config["train"]["seed"] == 7
     assert config["model"]["d_model"] == 32 and config["train"]["precision"] == "bf16"
+    assert figures["settings"] == ["model.d_model=32", "model.d_ff=64"]
+    assert "| nmt (model.d_model=32, model.d_ff=64) |" in result.stdout
     assert len((out / "nmt.test_2016_flickr.de").read_text().splitlines()) == 40
 
 
