@@ -41,13 +41,13 @@ def train_all(out: Path, corpus: Path, minutes: float, settings: tuple[str, ...]
     runs["all"] = (out / "en-all", f"en-{','.join(LANGUAGES)}", minutes * len(LANGUAGES),
                    (*settings, f"train.validate_every={VALIDATE_EVERY}"))
     wall = {}
-    for name, (run_dir, pair, budget, settings) in runs.items():
+    for name, (run_dir, pair, budget, changes) in runs.items():
         if run_dir.exists():
             sys.exit(f"error: {run_dir} exists; remove it or pass --score-only")
         print(f"{pair}: training into {run_dir} for {budget:g} minutes", file=sys.stderr,
               flush=True)
         seconds = quality.train(PRESET, run_dir, f"{budget:g}m", corpus, pair,
-                                settings=settings)
+                                settings=changes)
         wall[name] = round(seconds / 60, 1)
     return wall
 
@@ -84,8 +84,8 @@ def main() -> None:
         corpus = multi30k_dir(args.data, f"en-{language}")
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     args.out.mkdir(parents=True, exist_ok=True)
-    wall = {} if args.score_only else train_all(args.out, corpus, args.minutes,
-                                                        tuple(args.settings))
+    settings = tuple(args.settings)
+    wall = {} if args.score_only else train_all(args.out, corpus, args.minutes, settings)
     results = [compare_language(args.out, corpus, language) for language in LANGUAGES]
     (args.out / "multilingual.json").write_text(json.dumps(
         {"wall_minutes": wall, "languages": results}, indent=2) + "\n")

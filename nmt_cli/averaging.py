@@ -120,7 +120,9 @@ class Averages:
             checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_LAST_WEIGHTS)
             if self.improved and progress["validated_at"] == step:
                 checkpoint.save_weights(self.ema, run_dir / checkpoint.EMA_WEIGHTS)
-        extra = {**(extra or {}), **({"ema": self.state_dict()} if self.ema is not None else {})}
+        extra = dict(extra or {})
+        if self.ema is not None:
+            extra["ema"] = self.state_dict()
         checkpoint.save_training(run_dir, progress, model, updater, rng, best, extra)
         if kept:
             for _, path in checkpoint.kept_weights(run_dir)[:-self.keep_last]:

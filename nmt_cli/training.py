@@ -149,10 +149,11 @@ class Trainer:
         rng = self.world.gather(capture_rng(self.device))
         if not self.world.is_main:
             return
+        update_batches = self.world.size * self.config.train.accum  # resume compares it
         try:
             self.averages.save_training(self.run_dir, asdict(self.progress), self.model,
-                                        self.updater, rng, best, {"update_batches":
-                                        self.world.size * self.config.train.accum})
+                                        self.updater, rng, best,
+                                        {"update_batches": update_batches})
         except OSError as e:
             self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
                        f"a checkpoint ({e.strerror or e}); the previous one is kept"})

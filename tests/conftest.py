@@ -20,6 +20,9 @@ NEEDS_ONEDNN = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
 WITH_AND_WITHOUT_ONEDNN = [False, pytest.param(True, marks=NEEDS_ONEDNN)]
 SAMPLE = sample_corpus()  # nmt_cli/sample/, the corpus that ships in the package
 
+TINY = ModelConfig(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+                   d_ff=64, dropout=0.0)
+
 
 def pytest_configure(config) -> None:
     """In a worker of pytest-xdist (`make test` starts one a core), compute on one thread, as do
@@ -27,9 +30,6 @@ def pytest_configure(config) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
-
-TINY = ModelConfig(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
-                   d_ff=64, dropout=0.0)
 
 
 def tiny_model(arch: str = "transformer", vocab: int = 50, **changes) -> torch.nn.Module:
