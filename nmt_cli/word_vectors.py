@@ -22,7 +22,7 @@ from .config import ModelConfig
 from .errors import UserError
 from .models import Seq2Seq
 from .special_tokens import EOS_ID
-from .tokenizer import WORD_START, Tokenizer
+from .tokenizer import WORD_START, Tokenizer, source_tags
 
 
 def surface(piece: str) -> str:
@@ -145,9 +145,15 @@ def run_neighbours(model: Seq2Seq, tokenizer: Tokenizer, word: str, k: int,
     processor, matrix = run_embeddings(model, tokenizer, side)
     pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
     query = piece_id(processor, word, "--neighbors")
-    no_words = [i for i in range(len(pieces))  # <pad>, <sos>, ... and the bytes of byte_fallback
-                if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)]
-    return pieces[query], nearest(matrix, pieces, query, k, no_words)
+    return pieces[query], nearest(matrix, pieces, query, k, sorted(not_words(processor)))
+
+
+def not_words(processor) -> set[int]:
+    """The pieces that stand for no text: <pad>, <unk>, <sos>, <eos>, the language tags, and
+    the bytes of byte_fallback."""
+    return {i for i in range(processor.get_piece_size())
+            if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
+            } | set(source_tags(processor).values())
 
 
 def run_embeddings(model: Seq2Seq, tokenizer: Tokenizer, side: str = "src"):
@@ -159,28 +165,31 @@ def run_embeddings(model: Seq2Seq, tokenizer: Tokenizer, side: str = "src"):
 
 def piece_id(processor, word: str, option: str) -> int:
     """The piece that stands for `word` (given as `option`): its own if the vocabulary has
-    one, else its first that holds some of it (not the bare word start "▁", <unk>, nor a
-    byte of byte_fallback)."""
+    one, else its first that holds some of it (not the bare word start "▁", nor a piece of
+    not_words)."""
     if len(word.split()) != 1:
         raise UserError(f"{option} {word!r}: give one word")
     query = processor.piece_to_id(WORD_START + word)
     if query != processor.unk_id():
         return query
-    known = [i for i in processor.encode(word) if not (
-        processor.is_unknown(i) or processor.is_byte(i) or processor.id_to_piece(i) == WORD_START)]
+    skip = not_words(processor)
+    known = [i for i in processor.encode(word)
+             if i not in skip and processor.id_to_piece(i) != WORD_START]
     if not known:
         raise UserError(f"{option} {word!r}: the vocabulary has no piece of it")
     return known[0]
 
 
 def run_vectors(model: Seq2Seq, tokenizer: Tokenizer, words: list[str], side: str = "src",
-                pieces: list[str] | None = None) -> tuple[list[str], torch.Tensor]:
+                pieces: list[str] | None = None) -> tuple[list[str], torch.Tensor, list[str]]:
     """`pieces`, then the pieces that stand for `words`, in a trained model's embeddings (each
-    once), and their vectors: (pieces, d_model)."""
+    once), and their vectors: (pieces, d_model); and, for each word, the piece it stands as."""
     processor, matrix = run_embeddings(model, tokenizer, side)
+    stand_ins = [piece_id(processor, word, "--words") for word in words]
     ids = list(dict.fromkeys([processor.piece_to_id(piece) for piece in pieces or []]
-                             + [piece_id(processor, word, "--words") for word in words]))
-    return [processor.id_to_piece(i) for i in ids], matrix[ids].float()
+                             + stand_ins))
+    return ([processor.id_to_piece(i) for i in ids], matrix[ids].float(),
+            [processor.id_to_piece(i) for i in stand_ins])
 
 
 def file_vectors(path: Path, words: list[str]) -> tuple[list[str], torch.Tensor]:

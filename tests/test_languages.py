@@ -502,6 +502,21 @@ def test_the_length_ratio_filter_does_not_count_the_tag(two_targets, tmp_path):
     assert [line for line in tagged.kept if line < 201] == alone.kept
 
 
+def test_word_neighbours_are_never_a_language_tag(toy_run):
+    from nmt_cli.word_vectors import not_words
+
+    tokenizer = Translator.from_run(toy_run, "cpu").run.tokenizer
+    for side in ("src", "tgt"):
+        found = invoke("embeddings", str(toy_run), "--neighbors", "a", "-k", "5000", "--side",
+                       side, "--json")
+        assert found.exit_code == 0, found.output
+        labels = [n["label"] for n in json.loads(found.stdout)["neighbours"]]
+        assert labels and not set(labels) & set(tokenizer.tags)
+    assert len(tokenizer.tags) == 2 and set(tokenizer.tag_ids) <= not_words(tokenizer.src)
+    refused = invoke("embeddings", str(toy_run), "--neighbors", "<2rev>")
+    assert refused.exit_code == 1 and "the vocabulary has no piece of it" in refused.stderr
+
+
 def test_learning_curves_draw_each_languages_bleu(toy_run, tmp_path):
     from nmt_cli.learning_curves import learning_curves
     from nmt_cli.pictures import draw_curves, read_png

@@ -180,13 +180,30 @@ def test_a_word_map_draws_the_words_and_their_neighbours(small_corpus, tmp_path)
     assert "first two principal components" in (tmp_path / "run.svg").read_text()
     for args, message in (
             (["--words", "man,woman,dog"], "give -o FILE.png"),
-            (["--words", "man,woman", "-o", str(tmp_path / "two.png")], "three words or more"),
+            (["--words", "man,woman", "-o", str(tmp_path / "two.png")],
+             "three different words or pieces; these give 2"),
             (["--words", "a,b,c", "-o", str(tmp_path / "map.jpg")], "ends in .png or .svg")):
         refused = CliRunner().invoke(app, ["embeddings", str(run_dir), *args])
         assert refused.exit_code == 1 and message in refused.output, refused.output
     missing = CliRunner().invoke(app, ["embeddings", "--vectors", str(vectors), "--words",
                                        "king,queen,plum", "-o", str(tmp_path / "m.png")])
     assert missing.exit_code == 1 and "no vector for 'plum'" in missing.output
+
+
+def test_a_word_map_says_which_piece_stands_for_a_word_without_its_own(small_corpus,
+                                                                      tmp_path):
+    """"red" and "running" both stood as the piece "r" in a small vocabulary: the map drew one
+    point for the two, and said nothing."""
+    run_dir, _ = train(small_corpus, tmp_path, "run")
+    words = ["xyzzyq", "xyzzyr", "the", "a"]
+    result = CliRunner().invoke(app, ["embeddings", str(run_dir), "--words", ",".join(words),
+                                      "-o", str(tmp_path / "map.png"), "--json"])
+    assert result.exit_code == 0, result.output
+    drawn = [point["label"] for point in json.loads(result.stdout)["points"]]
+    notes = result.stderr.splitlines()
+    assert [note.split("'")[1] for note in notes] == words[:2]
+    stand_ins = [note.split("first piece ")[1].split(" stands")[0].strip("'") for note in notes]
+    assert len(drawn) == len(set(stand_ins)) + 2 and all("x" in piece for piece in stand_ins)
 
 
 def test_a_word_map_names_the_pieces_of_a_word_apart():

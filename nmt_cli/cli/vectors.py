@@ -46,7 +46,6 @@ def embeddings(
     """List the pieces nearest to a word by cosine similarity of their embeddings; -o maps them."""
     from ..checkpoint import latest_run, load_run
     from ..devices import resolve_device
-    from ..tokenizer import WORD_START
     from ..word_vectors import file_neighbours, run_neighbours
 
     chosen = [word.strip() for word in words.split(",") if word.strip()]
@@ -68,9 +67,7 @@ def embeddings(
         query, found = neighbors, file_neighbours(vectors, neighbors, k)
     elif neighbors:
         query, found = run_neighbours(loaded.model, loaded.tokenizer, neighbors, k, side.value)
-        if query != WORD_START + neighbors:
-            print(f"note: {neighbors!r} has no piece of its own; its first piece {query!r} "
-                  "stands for it", file=sys.stderr)
+        note_stand_in(neighbors, query)
     result = {"word": neighbors, "query": query, "neighbours": [vars(n) for n in found]}
     if output is not None:
         result.update(word_map(loaded, vectors, side.value, query, found, chosen, output))
@@ -97,9 +94,13 @@ def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
     if vectors is not None:
         labels, matrix = file_vectors(vectors, drawn + words)
     else:
-        labels, matrix = run_vectors(loaded.model, loaded.tokenizer, words, side, drawn)
-    if len(labels) < 3:
-        raise UserError(f"-o {output}: a map needs three words or more (got {len(labels)})")
+        labels, matrix, stand_ins = run_vectors(loaded.model, loaded.tokenizer, words, side,
+                                                drawn)
+        for word, piece in zip(words, stand_ins):
+            note_stand_in(word, piece)
+    if len(labels) < 3:  # two words may stand as one piece, or a word be a neighbour
+        raise UserError(f"-o {output}: a map needs three different words or pieces; these "
+                        f"give {len(labels)}")
     coords, explained = principal_components(matrix)
     named = str if vectors is not None else map_label  # a file's words as they are
     points = [{"label": named(label), "x": x, "y": y}  # "dog" for the piece "▁dog"
@@ -109,3 +110,12 @@ def word_map(loaded: Run | None, vectors: Path | None, side: str, query: str,
                   f"{100 * explained[0]:.0f}% and {100 * explained[1]:.0f}% of the variance",
                   named(query) if query else None)
     return {"picture": str(output), "explained": explained, "points": points}
+
+
+def note_stand_in(word: str, piece: str) -> None:
+    """Say so on stderr when a word without a piece of its own stands as `piece`."""
+    from ..tokenizer import WORD_START
+
+    if piece != WORD_START + word:
+        print(f"note: {word!r} has no piece of its own; its first piece {piece!r} stands for "
+              "it", file=sys.stderr)
