@@ -31,6 +31,7 @@ from sacrebleu.significance import PairedTest
 from .config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from .data import read_lines
 from .errors import UserError
+from .evaluation import bleu
 from .languages import checked_sources
 from .translate import Translator
 
@@ -98,9 +99,10 @@ def load_systems(paths: list[Path], ref: Path, src: Path | None = None,
 
 def compare(systems: list[tuple[str, list[str]]], references: list[str],
             reference_name: str = "reference", method: str = "both", samples: int = 0,
-            seed: int = COMPARE_SEED) -> Comparison:
+            seed: int = COMPARE_SEED, tokenize: str = "13a") -> Comparison:
     """Score each (name, translations) system and test it against the first. `samples`:
-    bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and 10000)."""
+    bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and 10000);
+    `tokenize`: BLEU's tokenizer."""
     if method not in COMPARE_METHODS:
         raise UserError(f"--method must be one of {', '.join(COMPARE_METHODS)} "
                         f"(got {method!r})")
@@ -115,24 +117,24 @@ def compare(systems: list[tuple[str, list[str]]], references: list[str],
     for test in tests:
         with_ci = test == tests[0]  # "both": the intervals come from the bootstrap test
         signatures[test], results[test] = paired_test(systems, references, test, samples,
-                                                      seed, with_ci)
+                                                      seed, with_ci, tokenize)
     names = list(next(iter(results.values())))  # sacreBLEU's: BLEU, chrF2
-    alike = scored_alike(systems, references, names)
+    alike = scored_alike(systems, references, names, tokenize)
     return Comparison(reference_name, len(references), method, seed, signatures,
                       [system_result(i, systems, results, alike[i])
                        for i in range(len(systems))])
 
 
-def metrics() -> dict[str, BLEU | CHRF]:
-    return {"bleu": BLEU(), "chrf": CHRF()}
+def metrics(tokenize: str = "13a") -> dict[str, BLEU | CHRF]:
+    return {"bleu": bleu(tokenize=tokenize), "chrf": CHRF()}
 
 
 def scored_alike(systems: list[tuple[str, list[str]]], references: list[str],
-                 names: list[str]) -> list[set[str]]:
+                 names: list[str], tokenize: str = "13a") -> list[set[str]]:
     """For each system, the metrics (by `names`, in the order of metrics()) whose statistics
     of every sentence (the counts the significance tests resample) equal the first system's."""
     found: list[set[str]] = [set() for _ in systems]
-    for name, metric in zip(names, metrics().values()):
+    for name, metric in zip(names, metrics(tokenize).values()):
         # the statistics as sacreBLEU's PairedTest extracts them: a list, one per sentence
         first = metric._extract_corpus_statistics(systems[0][1], [references])
         for index, (_, lines) in enumerate(systems[1:], 1):
@@ -143,11 +145,12 @@ def scored_alike(systems: list[tuple[str, list[str]]], references: list[str],
 
 
 def paired_test(systems: list[tuple[str, list[str]]], references: list[str], test: str,
-                samples: int, seed: int, with_ci: bool) -> tuple[dict[str, str], dict]:
+                samples: int, seed: int, with_ci: bool, tokenize: str = "13a"
+                ) -> tuple[dict[str, str], dict]:
     """Run one sacreBLEU PairedTest over BLEU and chrF: the signatures per metric, and per
     metric one sacrebleu.significance.Result per system (the first is the baseline)."""
     with sacrebleu_seed(seed):
-        paired = PairedTest(systems, metrics(), [references], test_type=TEST_TYPES[test],
+        paired = PairedTest(systems, metrics(tokenize), [references], test_type=TEST_TYPES[test],
                             n_samples=samples, n_ar_confidence=samples if with_ci else -1)
         signatures, scores = paired()
     scores.pop("System")

@@ -39,6 +39,9 @@ ATTENTION_KINDS = ("cross", "encoder", "decoder")  # the attention `nmt attentio
 # nmt compare's paired tests: bootstrap resampling, approximate randomization, or both
 COMPARE_METHODS = ("bootstrap", "ar", "both")
 COMPARE_SEED = 12345  # sacreBLEU's own default
+# BLEU's tokenizers (sacreBLEU's that need nothing downloaded); auto: the one sacreBLEU takes
+# for the target language (zh, ja-mecab, ko-mecab; 13a for the others)
+BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", "none")
 TOKENIZER_SAMPLE = 1_000_000  # sentence pairs the tokenizer trains on at most (nmt prepare)
 
 

@@ -42,7 +42,7 @@ from .progress import TokenRate, TrainingProgress
 from .random_state import capture_rng, seed_everything
 from .stopping import TrainingInterrupted, ValidationStopped, stop_at_once, stop_signals
 from .tensorboard_log import TensorBoardLog, summary_writer
-from .validation import selection_score
+from .validation import selection_score, tokenizer_warnings
 from .word_vectors import freeze_embeddings, initialise_embeddings
 
 
@@ -103,6 +103,8 @@ class Trainer:
         where = f"resuming at step {self.progress.step}" if state else "starting"
         self.emit(info(f"{config.model.arch}: {sum(p.numel() for p in self.model.parameters()):,} "
                        f"parameters on {self.device.type}; {where}; run directory {run_dir}"))
+        for warning in tokenizer_warnings(config.data.tgt_lang):
+            self.emit({"kind": "warning", "message": warning})
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """The batches of `epoch`, over its segmentation of the training text (each epoch's

@@ -16,9 +16,10 @@ from .config import DecodeConfig, TrainConfig
 from .corpus import TrainingCorpus
 from .data import make_batch, token_batches
 from .devices import mixed_precision
-from .evaluation import evaluate
+from .errors import UserError
+from .evaluation import bleu, bleu_tokenizer, evaluate
 from .files import atomic_write_text
-from .languages import interleaved
+from .languages import interleaved, target_languages
 from .loss import teacher_forced_loss
 from .models import Seq2Seq
 from .search import translate_ids
@@ -57,19 +58,41 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     hypotheses = translate_greedy(model, corpus, text.src, t.precision, device, check)
     outputs.parent.mkdir(exist_ok=True)
     atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
-    bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf")))
+    groups = corpus.val_rows
+    tokenizers = {language: validation_tokenizer(language) for language in groups}
+    alike = len(set(tokenizers.values())) == 1  # else all of them together in 13a's words
+    bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf"), False,
+                                            next(iter(tokenizers.values())) if alike else "13a"))
     metrics = {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
                "val_chrf": chrf}
-    groups = corpus.val_rows
     if len(groups) > 1:  # several target languages: the scores of each too
         for language, rows in groups.items():
             scores = evaluate([hypotheses[i] for i in rows], [text.tgt[i] for i in rows],
-                              ("bleu", "chrf"))
+                              ("bleu", "chrf"), False, tokenizers[language])
             metrics |= {f"val_bleu_{language}": scores[0].score,
                         f"val_chrf_{language}": scores[1].score}
     samples = [{"source": text.src[i], "reference": text.tgt[i], "output": hypotheses[i]}
                for i in interleaved(groups, SAMPLES)]
     return metrics, samples
+
+
+def validation_tokenizer(language: str) -> str:
+    """The tokenizer of validation BLEU into `language`: sacreBLEU's for it, or char where
+    that one needs MeCab and MeCab is not installed (a validation must not stop the run)."""
+    tokenize = bleu_tokenizer(language)
+    try:
+        bleu(tokenize=tokenize)
+    except UserError:
+        return "char"
+    return tokenize
+
+
+def tokenizer_warnings(tgt_lang: str) -> list[str]:
+    """What validation BLEU into the languages of `tgt_lang` cannot score as sacreBLEU does."""
+    return [f"validation BLEU into {language} counts characters (tok:char): sacreBLEU's "
+            f"tok:{wanted} needs MeCab (pip install \"sacrebleu[{language}]\")"
+            for language in target_languages(tgt_lang)
+            if (wanted := bleu_tokenizer(language)) != validation_tokenizer(language)]
 
 
 def selection_score(metrics: dict[str, float], metric: str) -> float:

@@ -3,6 +3,8 @@ runs them, bad input included."""
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 import json
 import random
 import subprocess
@@ -156,6 +158,15 @@ def test_eval_warns_when_the_test_split_is_not_the_one_the_run_began_beside(tmp_
     recorded = json.loads((run / "config.json").read_text())["corpus"]["test.de"]
     assert (recorded["file"], recorded["pairs"]) == ("test.de", 10)
     assert "warning" not in invoke("eval", "--run", str(run), *DECODE).stderr
+    for plain in (tmp_path / "corpus").glob("test.*"):  # the same pairs, compressed: no warning
+        packed = plain.with_name(f"{plain.name}.gz")
+        packed.write_bytes(gzip.compress(plain.read_bytes()))
+        plain.unlink()
+    gzipped = invoke("eval", "--run", str(run), *DECODE)
+    assert gzipped.exit_code == 0 and "warning" not in gzipped.stderr, gzipped.output
+    for packed in (tmp_path / "corpus").glob("test.*.gz"):
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
     references = tmp_path / "corpus" / "test.de"
     lines = references.read_text().splitlines()
     references.write_text("\n".join(["Ein anderer Satz."] + lines[1:]) + "\n")
@@ -216,3 +227,51 @@ def test_translating_never_imports_matplotlib():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip() == "False", result.stderr
+
+
+CHINESE_REFERENCES = ["一个男人在海滩上骑马。", "两只狗在草地上奔跑。", "一个女孩在公园里弹吉他。"]
+CHINESE_OUTPUTS = ["一个男人在沙滩上骑马。", "两条狗在草地上跑。", "一个女孩在公园弹吉他。"]
+
+
+def test_chinese_is_scored_in_words_of_its_own_tokenizer(tmp_path):
+    """13a splits no Chinese word: each line was one word, and BLEU was 0. --tokenize zh is
+    what sacreBLEU takes for Chinese; without it, a warning says so."""
+    ref, hyp = tmp_path / "ref.zh", tmp_path / "hyp.zh"
+    ref.write_text("".join(f"{line}\n" for line in CHINESE_REFERENCES), encoding="utf-8")
+    hyp.write_text("".join(f"{line}\n" for line in CHINESE_OUTPUTS), encoding="utf-8")
+    plain = invoke("eval", "--hyp", str(hyp), "--ref", str(ref), "--json")
+    assert plain.exit_code == 0 and "tok:13a" in json.loads(plain.stdout)["scores"][0]["signature"]
+    assert plain.stderr.startswith("warning: the references are mostly Chinese, Japanese or "
+                                   "Korean, which tok:13a does not split into words")
+    split = invoke("eval", "--hyp", str(hyp), "--ref", str(ref), "--tokenize", "zh", "--json")
+    score = json.loads(split.stdout)["scores"][0]
+    assert split.exit_code == 0 and split.stderr == "" and "tok:zh" in score["signature"]
+    expected = BLEU(tokenize="zh").corpus_score(CHINESE_OUTPUTS, [CHINESE_REFERENCES]).score
+    assert score["score"] == pytest.approx(expected) and expected > 30
+    assert json.loads(plain.stdout)["scores"][0]["score"] < 10
+    compared = invoke("compare", "--ref", str(ref), str(hyp), str(ref), "--tokenize", "zh",
+                      "--samples", "20", "--json")
+    assert compared.exit_code == 0 and compared.stderr == "", compared.output
+    assert "tok:zh" in json.loads(compared.stdout)["signatures"]["bootstrap"]["BLEU"]
+    warned = invoke("compare", "--ref", str(ref), str(hyp), str(ref), "--samples", "20")
+    assert warned.exit_code == 0 and "tok:13a does not split" in warned.stderr
+
+
+def test_a_runs_target_language_chooses_the_bleu_tokenizer(tmp_path):
+    """Japanese: sacreBLEU's ja-mecab (MeCab from sacrebleu's "ja" extra). Without MeCab,
+    eval says what to install, and validation counts characters and says so at the start."""
+    run = train_tiny_run(tmp_path, test_sentences=5, tgt_lang="ja")
+    resumed = invoke("train", "--resume", str(run), "--max-steps", "4")
+    assert resumed.exit_code == 0, resumed.output
+    chars = invoke("eval", "--run", str(run), *DECODE, "--tokenize", "char", "--json")
+    assert chars.exit_code == 0 and "tok:char" in json.loads(chars.stdout)["scores"][0][
+        "signature"]
+    if importlib.util.find_spec("MeCab") is not None:
+        scored = json.loads(invoke("eval", "--run", str(run), *DECODE, "--json").stdout)
+        assert "tok:ja-mecab" in scored["scores"][0]["signature"]
+        return
+    one_line_error(invoke("eval", "--run", str(run), *DECODE),
+                   'BLEU with tok:ja-mecab needs MeCab: pip install "sacrebleu[ja]"')
+    assert ("warning: validation BLEU into ja counts characters (tok:char): sacreBLEU's "
+            'tok:ja-mecab needs MeCab (pip install "sacrebleu[ja]")') in " ".join(
+                resumed.stderr.split())  # as one line, however the console wraps it

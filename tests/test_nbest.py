@@ -120,17 +120,19 @@ SETTINGS = ["--set", "model.d_model=32", "--set", "model.d_ff=64",
             "--set", "tokenizer.vocab_size=200", "--set", "train.validate_every=100"]
 
 
-def train_tiny_run(root: Path, test_sentences: int = 0) -> Path:
+def train_tiny_run(root: Path, test_sentences: int = 0, tgt_lang: str = "de") -> Path:
     """A run trained for three steps, enough to translate, in seconds; its corpus has a test
-    split of `test_sentences` pairs when asked."""
+    split of `test_sentences` pairs when asked, its German named `tgt_lang`."""
     splits = {"train": (read_sample("train", "en", 300), read_sample("train", "de", 300)),
               "val": (read_sample("val", "en", 5), read_sample("val", "de", 5))}
     if test_sentences:
         splits["test"] = (read_sample("test", "en", test_sentences),
                           read_sample("test", "de", test_sentences))
     corpus = write_corpus(root / "corpus", splits)
-    result = invoke("train", "--data", str(corpus), "--run", str(root / "run"),
-                    "--max-steps", "3", "--batch-tokens", "1024", *SETTINGS)
+    for german in corpus.glob("*.de"):
+        german.rename(german.with_suffix(f".{tgt_lang}"))
+    result = invoke("train", "--data", str(corpus), "--run", str(root / "run"), "--tgt-lang",
+                    tgt_lang, "--max-steps", "3", "--batch-tokens", "1024", *SETTINGS)
     assert result.exit_code == 0, result.output
     return root / "run"
 

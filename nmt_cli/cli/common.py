@@ -20,7 +20,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..config import ARCHS, DEVICES, ENGINES, PRECISIONS, QUANTIZATIONS, DecodeConfig
+from ..config import (
+    ARCHS,
+    BLEU_TOKENIZERS,
+    DEVICES,
+    ENGINES,
+    PRECISIONS,
+    QUANTIZATIONS,
+    DecodeConfig,
+)
 from ..datasets import CORPORA
 from ..errors import UserError
 
@@ -171,5 +179,10 @@ EngineOption = Annotated[EngineName, typer.Option(
     help="torch: nmt's own search; ctranslate2: the run's CTranslate2 export (`nmt export`), "
          "--run naming the run or the export directory.")]
 TORCH = EngineName("torch")
+Tokenize = choices("Tokenize", BLEU_TOKENIZERS)
+TokenizeOption = Annotated[Tokenize, typer.Option(
+    help="BLEU's tokenizer (sacreBLEU's -tok). auto: sacreBLEU's for the target language "
+         "when it is known (zh, ja-mecab, ko-mecab; 13a for the others).")]
+AUTO = Tokenize("auto")
 
 

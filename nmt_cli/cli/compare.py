@@ -3,6 +3,7 @@ intervals and the significance of each system's difference from the first."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,7 +15,7 @@ from rich.table import Table
 from ..config import COMPARE_METHODS, COMPARE_SEED, DecodeConfig
 from ..errors import UserError
 from ..events import json_text
-from .common import app, choices, user_errors, with_decode_options
+from .common import AUTO, TokenizeOption, app, choices, user_errors, with_decode_options
 
 if TYPE_CHECKING:
     from ..compare import Comparison
@@ -41,21 +42,28 @@ def compare_command(
         help="Bootstrap resamples and randomization trials (0: sacreBLEU's 1000 and "
              "10000).")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = COMPARE_SEED,
+    tokenize: TokenizeOption = AUTO,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
     """Compare systems on one test set: BLEU and chrF with 95% confidence intervals.
 
     Each system after the first gets the p-value of its difference from the first
     (sacreBLEU's paired tests)."""
+    from ..checkpoint import read_config
     from ..compare import compare, load_systems
+    from ..evaluation import bleu_tokenizer, unspaced_warning
 
     if ref is None:
         raise UserError("--ref is required: the reference translations")
     if len(systems or []) < 2:
         raise UserError("compare needs at least two systems (files or run directories)")
     references, named = load_systems(systems, ref, src, decode, quantize)
-    show_comparison(compare(named, references, str(ref), method.value, samples, seed),
-                    as_json)
+    runs = [read_config(path)[0].data.tgt_lang for path in systems if path.is_dir()]
+    tokenizer = bleu_tokenizer(decode.tgt_lang or next(iter(runs), ""), tokenize.value)
+    if warning := unspaced_warning(references, tokenizer):
+        print(f"warning: {warning}", file=sys.stderr)
+    show_comparison(compare(named, references, str(ref), method.value, samples, seed,
+                            tokenizer), as_json)
 
 
 def show_comparison(result: Comparison, as_json: bool) -> None:

@@ -25,6 +25,7 @@ from ..languages import checked_sources
 from ..pictures import check_picture_path
 from ..sentences import sentence_starts
 from .common import (
+    AUTO,
     DECODE_HELP,
     TORCH,
     Device,
@@ -32,6 +33,7 @@ from .common import (
     EnsembleOption,
     Precision,
     RunOption,
+    TokenizeOption,
     app,
     check_output,
     choices,
@@ -321,6 +323,7 @@ def eval_command(
     chrf: Annotated[bool, typer.Option(help="Report chrF.")] = False,
     ter: Annotated[bool, typer.Option(help="Report TER.")] = False,
     lowercase: Annotated[bool, typer.Option(help="Case-insensitive scores.")] = False,
+    tokenize: TokenizeOption = AUTO,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     save_hyp: Annotated[Path | None, typer.Option(
         "--save-hyp", help="Write the translations scored to this file.")] = None,
@@ -341,6 +344,7 @@ def eval_command(
         evaluate_run,
         length_basis,
         save_translations,
+        unspaced_warning,
     )
 
     metrics = tuple(m for m, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on)
@@ -366,11 +370,15 @@ def eval_command(
     glossary = Path(decode.glossary) if decode.glossary else None
     check_output(save_hyp, src, ref, hyp, glossary, option="--save-hyp")
     if hyp:
-        result = evaluate_file(hyp, ref, metrics, lowercase)
+        result = evaluate_file(hyp, ref, metrics, lowercase, tokenize.value)
     else:
         result = evaluate_run(run or latest_run(), src, ref, decode, metrics, lowercase, quantize,
                               engine.value, ensemble, check_inputs=functools.partial(
-                                  check_output, save_hyp, glossary, option="--save-hyp"))
+                                  check_output, save_hyp, glossary, option="--save-hyp"),
+                              tokenize=tokenize.value)
+    if "bleu" in metrics and (warning := unspaced_warning(result.reference_lines,
+                                                          result.tokenize)):
+        print(f"warning: {warning}", file=sys.stderr)
     if save_hyp:
         save_translations(result, save_hyp)
     buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None

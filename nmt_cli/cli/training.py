@@ -212,10 +212,10 @@ class TrainingDisplay:
             for sample in event.get("samples", []):
                 say(f"  source     {sample['source']}\n  reference  {sample['reference']}\n"
                     f"  output     {sample['output']}", highlight=False, markup=False)
-        elif kind == "warning":
-            say(f"warning: {event['message']}", highlight=False)
+        elif kind == "warning":  # messages are text: "[ja]" is not Rich markup
+            say(f"warning: {event['message']}", highlight=False, markup=False)
         elif kind == "info":
-            say(event["message"], highlight=False)
+            say(event["message"], highlight=False, markup=False)
         elif kind == "done":
             from ..validation import shown_score
 
