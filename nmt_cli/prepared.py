@@ -15,6 +15,9 @@ that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a tim
                                     and the SHA-256 of the files' contents, which a run
                                     records to resume on the same pairs; written last
 
+They are made in the folder .OUT.preparing beside OUT and take their place in OUT once all are
+written: a prepare that fails (or is stopped) leaves a corpus prepared in OUT before as it was.
+
 With `--alignments FILE` (a file for each target language: guided_alignment.py), the word
 links of each kept pair are checked and written beside them:
 
@@ -38,6 +41,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import shutil
@@ -58,11 +62,9 @@ from .data import (
     SPLITS,
     EncodedText,
     ParallelText,
-    candidates,
     encode_parallel,
     iter_lines,
     load_split,
-    split_names,
     split_pair,
 )
 from .errors import UserError, in_file
@@ -239,14 +241,15 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
     and target sizes), each sentence read is checked to hold ids of that vocabulary."""
     data_dir = Path(data_dir)
     info = check_pair(data_dir, src_lang, tgt_lang)
+    check_counts(data_dir / PREPARED, info)
     paths = {name: data_dir / name for name in (INDEX, "train.src.bin", "train.tgt.bin")}
+    pairs, itemsize = info["pairs"], np.dtype(info["dtype"]).itemsize
     try:
-        pairs, itemsize = int(info["pairs"]), np.dtype(info["dtype"]).itemsize
         sizes = {name: path.stat().st_size for name, path in paths.items()}
-        expected = {INDEX: pairs * ROW, "train.src.bin": info["src_ids"] * itemsize,
-                    "train.tgt.bin": info["tgt_ids"] * itemsize}
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except OSError as e:
         raise UserError(f"{data_dir}: damaged prepared corpus ({e}); prepare it again") from None
+    expected = {INDEX: pairs * ROW, "train.src.bin": info["src_ids"] * itemsize,
+                "train.tgt.bin": info["tgt_ids"] * itemsize}
     for name, size in sizes.items():
         if size != expected[name]:
             raise UserError(f"{paths[name]}: {size:,} bytes where {expected[name]:,} were "
@@ -261,18 +264,40 @@ def open_prepared(data_dir: Path, src_lang: str, tgt_lang: str,
         open_links(data_dir, info), info.get("unlinked", 0))
 
 
+ID_TYPES = ("uint16", "uint32")  # what prepare writes ids and links as
+
+
+def check_counts(path: Path, info: dict) -> None:
+    """prepared.json's counts must be whole numbers, and its id types those prepare writes:
+    an edited or damaged one is named, not read (nor a negative id with it)."""
+    linked = bool(info.get("alignments"))
+    for key in ("pairs", "src_ids", "tgt_ids", "empty", "too_long", "max_len",
+                *(key for key in ("uneven", "unlinked") if key in info), *["links"] * linked):
+        if type(info.get(key)) is not int or info[key] < 0:
+            raise UserError(f"{path}: {key} is {info.get(key)!r}, not a count; prepare the "
+                            "corpus again")
+    for key in ("dtype", *["link_dtype"] * linked):
+        if info.get(key) not in ID_TYPES:
+            raise UserError(f"{path}: {key} is {info.get(key)!r}, not one of "
+                            f"{', '.join(ID_TYPES)}; prepare the corpus again")
+    ratio = info.get("max_len_ratio", 0.0)
+    if type(ratio) not in (int, float) or not 0 <= ratio < math.inf:
+        raise UserError(f"{path}: max_len_ratio is {ratio!r}, not a ratio; prepare the corpus "
+                        "again")
+
+
 def open_links(data_dir: Path, info: dict) -> PreparedLinks | None:
     """The word links of a corpus prepared with --alignments, checked against prepared.json
     (its index row by row); None for one prepared without."""
     if not info.get("alignments"):
         return None
     paths = data_dir / LINKS, data_dir / LINK_INDEX
+    pairs, positions = info["pairs"], 2 * info["links"]  # checked by check_counts
+    dtype = np.dtype(info["link_dtype"])
+    expected = positions * dtype.itemsize, pairs * LINK_ROW
     try:
-        pairs, positions = int(info["pairs"]), 2 * int(info["links"])
-        dtype = np.dtype(info["link_dtype"])
-        expected = positions * dtype.itemsize, pairs * LINK_ROW
         sizes = [path.stat().st_size for path in paths]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except OSError as e:
         raise UserError(f"{data_dir}: damaged word links ({e}); prepare it again") from None
     for path, size, wanted in zip(paths, sizes, expected):
         if size != wanted:
@@ -400,40 +425,32 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if is_prepared(out_dir) and not replace:
         raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
                         "replace it (runs trained on it can then not be resumed)")
-    held = text_corpus_files(out_dir) if out_dir.is_dir() and not is_prepared(out_dir) else []
-    if any(name.startswith("train.") for name in held):  # prepare never writes text there
-        raise UserError(f"--out {out_dir}: holds a corpus as text ({', '.join(held[:4])}"
-                        f"{', ...' if len(held) > 4 else ''}), whose validation and test files "
-                        "preparing would replace; choose a new or empty folder")
+    check_out_folder(out_dir)
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
-    with undone_on_failure(out_dir):
-        for name in (PREPARED, LINKS, LINK_INDEX):  # not prepared until the end
-            (out_dir / name).unlink(missing_ok=True)
+    with staged(out_dir) as stage:
         if tokenizer_from is None:
             text = sample_pairs(tagged_pairs(files), sample, seed)
-            tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, out_dir,
+            tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, stage,
                                         language_tags(tgt_lang))
             del text
         else:
-            copy_tokenizer(tokenizer_from, out_dir)
-            tokenizer = Tokenizer.load(out_dir)
+            copy_tokenizer(tokenizer_from, stage)
+            tokenizer = Tokenizer.load(stage)
         vocab = max(tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
         dtype = np.uint16 if vocab <= 2**16 else np.uint32
         # a kept pair's words, each a piece or more, number fewer than max_len
         link_dtype = (np.uint16 if max_len <= 2**16 else np.uint32) if alignments else None
         pairs = linked_pairs(files, alignments) if alignments else tagged_pairs(files)
-        writer = IdFileWriter(out_dir, dtype, link_dtype)
+        writer = IdFileWriter(stage, dtype, link_dtype)
         counts = write_id_files(pairs, tokenizer, max_len, max_ratio, writer)
         if not counts.pairs:
             raise UserError(f"{data_dir}: no usable training pairs (all empty, too long or, with "
                             "data.max_len_ratio, uneven)")
-        languages = (src_lang, *target_languages(tgt_lang))
-        remove_split_copies(out_dir, languages)
         for path in val_paths + files_of_test_split(data_dir, src_lang,
                                                     target_languages(tgt_lang)):
-            shutil.copyfile(path, out_dir / path.name)
+            shutil.copyfile(path, stage / path.name)
         info = {"src_lang": src_lang, "tgt_lang": tgt_lang, "dtype": np.dtype(dtype).name,
                 "max_len": max_len, "max_len_ratio": max_ratio, "vocab_size": vocab,
                 **asdict(counts), "sha256": writer.digest.hexdigest(),
@@ -444,38 +461,62 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
                         link_dtype=np.dtype(link_dtype).name)
         else:
             del info["links"], info["unlinked"]
-        atomic_write(out_dir / PREPARED,
+        atomic_write(stage / PREPARED,
                      lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2)))
     return info
 
 
+def written_by_prepare(name: str) -> bool:
+    """Whether `name` is a file that preparing a corpus writes: its tokenizer, ids, word
+    links, prepared.json, and the copies of the validation and test files."""
+    stem = name.removesuffix(".gz").split(".")[0]
+    return name in (PREPARED, JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
+                    LINK_INDEX) or stem in SPLITS["val"] + SPLITS["test"] or (
+        stem.startswith("test_"))
+
+
+def check_out_folder(out_dir: Path) -> None:
+    """Outside a prepared corpus, preparing writes over nothing it did not write: not the
+    validation and test files of a corpus as text, nor the tokenizer of a run."""
+    if not out_dir.is_dir() or is_prepared(out_dir):
+        return
+    held = text_corpus_files(out_dir)
+    if any(name.startswith("train.") for name in held):  # prepare never writes text there
+        raise UserError(f"--out {out_dir}: holds a corpus as text ({', '.join(held[:4])}"
+                        f"{', ...' if len(held) > 4 else ''}), whose validation and test files "
+                        "preparing would replace; choose a new or empty folder")
+    made = [name for name in (JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
+                              LINK_INDEX) if (out_dir / name).exists()]
+    if made:
+        raise UserError(f"--out {out_dir}: holds {', '.join(made)}, which preparing would "
+                        "replace, and is no prepared corpus (a run?); choose a new or empty "
+                        "folder")
+
+
 @contextlib.contextmanager
-def undone_on_failure(out_dir: Path):
-    """Make `out_dir` for a corpus to be prepared; should preparing it fail, remove what it
-    wrote there (the folder too, if made here): a tokenizer and id files with no prepared.json
-    would only mislead."""
-    made = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
+def staged(out_dir: Path):
+    """A folder beside `out_dir` to prepare a corpus in. Should preparing fail, it is
+    removed and `out_dir` stays as it was (a corpus prepared there before still trains and
+    resumes); once it is done, its files take the place of those preparing wrote into
+    `out_dir` before, prepared.json last."""
+    stage = out_dir.parent / f".{out_dir.name}.preparing"
+    shutil.rmtree(stage, ignore_errors=True)  # what a killed prepare left
+    stage.mkdir(parents=True)
     try:
-        yield
+        yield stage
     except BaseException:
-        if made:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        else:
-            for name in (JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
-                         LINK_INDEX):
-                (out_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(stage, ignore_errors=True)
         raise
-
-
-def remove_split_copies(out_dir: Path, languages: tuple[str, ...]) -> None:
-    """Remove the validation and test files an earlier prepare copied into `out_dir`: left
-    there, they would be found before (val.en before val.en.gz) or instead of the new ones."""
-    for lang in languages:
-        for split in ("val", "test"):
-            for name in split_names(out_dir, split, [lang]):
-                for path in candidates(out_dir, name, lang):
-                    path.unlink(missing_ok=True)
+    if not out_dir.exists():
+        stage.rename(out_dir)
+        return
+    (out_dir / PREPARED).unlink(missing_ok=True)  # not a prepared corpus until the end
+    for path in out_dir.iterdir():
+        if path.is_file() and written_by_prepare(path.name):
+            path.unlink()
+    for path in sorted(stage.iterdir(), key=lambda path: path.name == PREPARED):
+        path.replace(out_dir / path.name)
+    stage.rmdir()
 
 
 def text_corpus_files(folder: Path) -> list[str]:

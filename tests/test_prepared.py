@@ -384,6 +384,14 @@ def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tm
     (damaged / "prepared.json").write_text("[]")
     with pytest.raises(UserError, match=r"prepared.json: expected an object"):
         open_prepared(damaged, "en", "de")
+    for key, value in (("empty", None), ("too_long", "x"), ("src_ids", "11852"),
+                       ("pairs", True), ("tgt_ids", -1), ("dtype", "object"), ("dtype", "int8"),
+                       ("max_len_ratio", "2")):  # each a traceback, or ids read as negative
+        edited = {**info, key: value} if value is not None else {
+            k: v for k, v in info.items() if k != key}
+        (damaged / "prepared.json").write_text(json.dumps(edited))
+        with pytest.raises(UserError, match=rf"prepared.json: {key} is {value!r}, not "):
+            open_prepared(damaged, "en", "de")
     info["tokenizer"]["model_type"] = "wordpiece"
     (damaged / "prepared.json").write_text(json.dumps(info))
     config = apply_overrides(preset("transformer"), {**SETTINGS, "data.data_dir": str(damaged)})
@@ -442,6 +450,19 @@ def test_prepare_refuses_to_write_into_the_corpus_it_reads(corpus):
         assert result.returncode == 1 and result.stderr.startswith(f"error: {message}")
 
 
+def test_prepare_refuses_settings_it_would_not_use(corpus, tmp_path):
+    """--set data.tgt_lang=fr prepared the German targets, saying nothing."""
+    out = tmp_path / "out"
+    for setting, hint in (("data.tgt_lang=fr", "; give --tgt-lang"),
+                          ("model.d_model=32", "")):
+        result = CliRunner().invoke(app, ["data", "prepare", "--data", str(corpus), "--out",
+                                          str(out), "--set", setting])
+        assert result.exit_code == 1 and result.stderr == (
+            f"error: --set {setting}: nmt data prepare takes tokenizer.*, data.max_len, "
+            f"data.max_len_ratio, train.seed{hint}\n")
+    assert not out.exists()
+
+
 def test_prepare_refuses_to_write_over_a_corpus_of_text(corpus, tmp_path):
     """--out naming another corpus folder would have lost its validation and test files, and
     left its training text beside ids that training then reads instead; --force is for
@@ -463,6 +484,34 @@ def test_prepare_refuses_to_write_over_a_corpus_of_text(corpus, tmp_path):
         shutil.copyfile(corpus / name, leftover / name)
     prepare(corpus, leftover, "en", "de", config.tokenizer, 30)
     assert is_prepared(leftover)
+
+
+def test_a_failed_prepare_leaves_the_corpus_prepared_there_before(corpus, tmp_path):
+    """--force deleted the prepared corpus first: one that then failed (an odd line count,
+    Ctrl-C, a vocabulary too small) left a folder its runs could not resume on. And --out
+    naming a run directory took its tokenizer."""
+    config = apply_overrides(preset("transformer"), {**SETTINGS, "train.max_steps": 1})
+    out, run_dir = tmp_path / "prepared", prepare_run_dir(tmp_path / "run")
+    prepare(corpus, out, "en", "de", config.tokenizer, 30)
+    Trainer(apply_overrides(config, {"data.data_dir": str(out)}), run_dir, lambda e: None).run()
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    broken = shutil.copytree(corpus, tmp_path / "broken")
+    lines = (broken / "train.de").read_text().splitlines()
+    (broken / "train.de").write_text("".join(f"{line}\n" for line in lines[:-1]))
+    too_small = apply_overrides(config, {"tokenizer.vocab_size": 10}).tokenizer
+    for data, tokenizer, message in ((broken, config.tokenizer, "line counts differ"),
+                                     (corpus, too_small, "vocab_size 10 is too small")):
+        with pytest.raises(UserError, match=message):
+            prepare(data, out, "en", "de", tokenizer, 30, replace=True)
+        assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+        assert [path.name for path in tmp_path.iterdir() if "preparing" in path.name] == []
+    resume(run_dir, {"train.max_steps": 2})
+    assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
+    spm = (run_dir / "spm.model").read_bytes()
+    with pytest.raises(UserError, match=r"--out .*run: holds spm\.model, which preparing "
+                                        r"would replace, and is no prepared corpus \(a run\?\)"):
+        prepare(corpus, run_dir, "en", "de", config.tokenizer, 30, replace=True)
+    assert (run_dir / "spm.model").read_bytes() == spm
 
 
 def test_prepare_command_writes_a_corpus_that_train_reads(corpus, tmp_path):

@@ -41,6 +41,11 @@ def check_folder(path: Path, option: str) -> None:
         raise UserError(f"{option} {path}: a file, not a folder")
 
 
+PREPARE_SETTINGS = ("data.max_len", "data.max_len_ratio", "train.seed")  # with tokenizer.*
+PREPARE_OPTIONS = {"data.data_dir": "--data", "data.src_lang": "--src-lang",
+                   "data.tgt_lang": "--tgt-lang", "data.alignments": "--alignments"}
+
+
 @data_app.command("prepare")
 @user_errors
 def prepare_command(
@@ -52,8 +57,8 @@ def prepare_command(
     preset_name: Annotated[str | None, typer.Option(
         "--preset", help="Take tokenizer and length settings from this preset.")] = None,
     settings: Annotated[list[str] | None, typer.Option(
-        "--set", help="tokenizer.KEY=value, data.max_len=N or data.max_len_ratio=R "
-        "(repeatable).")] = None,
+        "--set", help="tokenizer.KEY=value, data.max_len=N, data.max_len_ratio=R or "
+        "train.seed=N, the seed of the tokenizer's sample (repeatable).")] = None,
     sample: Annotated[int, typer.Option(
         help="Train the tokenizer on at most this many pairs (a uniform sample).")
     ] = TOKENIZER_SAMPLE,
@@ -75,10 +80,16 @@ def prepare_command(
     if sample < 1:
         raise UserError(f"--sample must be at least 1 (got {sample})")
     check_folder(out, "--out")
-    for setting in (settings or []) if tokenizer else []:  # they would go unused
-        if setting.strip().startswith("tokenizer."):
+    for setting in settings or []:  # one that would go unused is refused
+        key = setting.split("=", 1)[0].strip()
+        if tokenizer and key.startswith("tokenizer."):
             raise UserError(f"--set {setting}: --tokenizer {tokenizer} brings its own tokenizer, "
                             "made with its own settings; leave out the tokenizer.* settings")
+        if not key.startswith("tokenizer.") and key not in PREPARE_SETTINGS:
+            option = PREPARE_OPTIONS.get(key)
+            raise UserError(f"--set {setting}: nmt data prepare takes tokenizer.*, "
+                            f"{', '.join(PREPARE_SETTINGS)}" + (f"; give {option}" if option
+                                                                else ""))
     config = resolve_config(preset_name, settings=settings, options={
         "data.tgt_lang": tgt_lang, "data.alignments": alignments and str(alignments)})
     tokenizer_config = read_config(tokenizer)[0].tokenizer if tokenizer else config.tokenizer
