@@ -533,8 +533,8 @@ def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def load_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            return flatten(tomllib.load(f))
+        with open(path, "rb") as f:  # less the byte-order mark some editors open a file with
+            return flatten(tomllib.loads(f.read().removeprefix(b"\xef\xbb\xbf").decode()))
     except FileNotFoundError:
         raise UserError(f"{path}: config file not found") from None
     except tomllib.TOMLDecodeError as e:

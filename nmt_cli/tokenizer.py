@@ -87,6 +87,10 @@ def train_sentencepiece(lines: Iterable[str], config: TokenizerConfig,
             raise UserError(f"tokenizer.vocab_size {config.vocab_size} is too small for this "
                             f"corpus: {what} and the special pieces need at least "
                             f"{needed.group(1)}") from None
+        if "sentences_.empty()" in str(e):  # it skips lines over max_sentence_length
+            raise UserError("SentencePiece found no line to train the tokenizer on: it skips "
+                            "lines over 4,192 bytes, and every line of the corpus is longer"
+                            ) from None
         raise UserError(f"SentencePiece training failed: {e}") from None
     return model.getvalue()
 

@@ -159,6 +159,17 @@ def test_train_notes_a_target_language_that_is_the_source_language(tmp_path):
         assert "note:" not in result.stderr and missing in result.stderr
 
 
+def test_train_says_when_an_empty_data_dir_means_the_sample_corpus(tmp_path):
+    """--set data.data_dir=$CORPUS with $CORPUS unset trained on the sample, saying nothing
+    (stopped here by a language the sample lacks, once the corpus is named)."""
+    result = invoke("train", "--set", "data.data_dir=", "--src-lang", "xx", "--run",
+                    str(tmp_path / "run"))
+    assert result.exit_code == 1
+    assert " ".join(result.stderr.split()).startswith(
+        "data.data_dir is empty (no --data): training on the sample corpus that comes with "
+        "nmt (")
+
+
 def test_bad_corpora(tmp_path):
     mismatched = write_corpus(tmp_path / "mismatch", {"train": (["a", "b"], ["x"]),
                                                       "val": (["a"], ["x"])})

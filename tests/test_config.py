@@ -80,6 +80,9 @@ def test_toml_file(tmp_path):
     path.write_text('[model]\narch = "gru"\nattention = "dot"\n[train]\nmax_steps = 10\n')
     config = apply_overrides(Config(), load_toml(path))
     assert (config.model.arch, config.model.attention, config.train.max_steps) == ("gru", "dot", 10)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Windows editors save it
+    assert load_toml(path) == {"model.arch": "gru", "model.attention": "dot",
+                               "train.max_steps": 10}
     path.write_text("[model\n")
     with pytest.raises(UserError, match="invalid TOML"):
         load_toml(path)

@@ -78,6 +78,11 @@ def test_a_vocabulary_too_small_for_the_corpus_says_how_large_it_must_be(tmp_pat
     with pytest.raises(UserError, match=r"tokenizer.vocab_size 4 is too small: the special "
                                         r"pieces alone take 4"):  # not "too large?"
         Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=4), tmp_path)
+    long = [" ".join(src[:150])] * 20  # over 4,192 bytes each: SentencePiece skips them all
+    assert min(len(line.encode()) for line in long) > 4192
+    with pytest.raises(UserError, match=r"^SentencePiece found no line to train the tokenizer "
+                                        r"on: it skips lines over 4,192 bytes"):
+        Tokenizer.train(long, long, TokenizerConfig(vocab_size=100), tmp_path)
 
 
 def test_a_vocabulary_larger_than_the_corpus_gives_is_reported(small_corpus, tmp_path):
