@@ -86,9 +86,11 @@ class Updater:
         self.scaler = make_scaler(config, device)
         self.steps_on_validation = isinstance(
             self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+        self.last_lr = self.lr
 
     @property
     def lr(self) -> float:
+        """The rate of the next update."""
         return self.optimizer.param_groups[0]["lr"]
 
     def zero_grad(self) -> None:
@@ -110,6 +112,7 @@ class Updater:
             self.zero_grad()
             overflow = self.scaler is not None and math.isfinite(loss_value)
             return (Step.OVERFLOW if overflow else Step.NOT_FINITE), loss_value
+        self.last_lr = self.lr  # the rate of this update, logged with it: the schedule moves on
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()

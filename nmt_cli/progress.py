@@ -75,9 +75,10 @@ class TrainingProgress:
                     or (t.max_time and self.train_time >= t.max_time)
                     or (t.epochs and self.epoch >= t.epochs))
 
-    def fraction_done(self, t: TrainConfig, epoch_fraction: float) -> float:
-        """How far along the nearest limit (steps, time or epochs) training is, in [0, 1]."""
-        fractions = [self.step / t.max_steps if t.max_steps else 0.0,
+    def fraction_done(self, t: TrainConfig, epoch_fraction: float, taking: int = 0) -> float:
+        """How far along the nearest limit (steps, time or epochs) training is, in [0, 1];
+        `taking`: steps under way, counted as done (as epoch_fraction counts their batches)."""
+        fractions = [(self.step + taking) / t.max_steps if t.max_steps else 0.0,
                      self.train_time / t.max_time if t.max_time else 0.0,
                      (self.epoch + epoch_fraction) / t.epochs if t.epochs else 0.0]
         return min(max(fractions), 1.0)

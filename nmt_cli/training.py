@@ -246,7 +246,8 @@ class Trainer:
         prefetch = lambda update: self.batches.prefetch(self.world.share(update)[0])  # noqa: E731
         for update, epoch_fraction in p.updates(self.epoch_batches, t.accum * self.world.size,
                                                 t, prefetch):
-            self.updater.done = p.fraction_done(t, epoch_fraction)  # for the linear schedule
+            # for the linear schedule, which sets the next update's rate after this one
+            self.updater.done = p.fraction_done(t, epoch_fraction, taking=1)
             loss, tokens = self.train_step(update)
             now = time.monotonic()
             p.train_time = now - started
@@ -299,7 +300,7 @@ class Trainer:
     def log_step(self, loss: float, tokens: int, tokens_per_s: float, in_epoch: float) -> None:
         p = self.progress
         record = {"kind": "step", "step": p.step, "epoch": p.epoch + 1, "loss": loss,
-                  "lr": self.updater.lr, "tokens": tokens, "tokens_per_s": tokens_per_s,
+                  "lr": self.updater.last_lr, "tokens": tokens, "tokens_per_s": tokens_per_s,
                   "elapsed": p.train_time}
         self.write_metrics(record)
         self.emit({**record, "fraction": p.fraction_done(self.config.train, in_epoch)})

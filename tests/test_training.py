@@ -68,6 +68,16 @@ def test_training_lowers_the_loss_and_reports_progress(trainer):
     assert trainer.events[-1]["kind"] == "done"
 
 
+def test_each_step_logs_the_rate_its_update_took(trainer):
+    """The rate was read after the schedule had moved on: each step showed the next one's,
+    so the warmup peaked a step early on the curves."""
+    t = trainer.config.train
+    rates = [e["lr"] for e in trainer.events if e["kind"] == "step"]
+    assert rates == pytest.approx([t.lr * lr_factor(step, t.schedule, t.warmup_steps)
+                                   for step in range(30)])
+    assert rates.index(max(rates)) == t.warmup_steps - 1  # step 10 of warmup 10: the peak
+
+
 def test_saved_and_reloaded_run_translates_identically(trainer, small_corpus):
     lines = (small_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:20]
     for beam in (1, 3):
