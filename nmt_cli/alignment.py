@@ -232,10 +232,12 @@ def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
                  kept: Collection[int] = ()) -> tuple[str, list[Link]]:
     """`text`, a translation of `line`, with each of the line's `unknown` words copied in
     place of the words of the translation aligned to it (to it alone, where some are): the
-    first of them takes the copy, the others go. A model cannot spell such a word, so what
-    it writes there is made up; a name is better copied (OpenNMT's replace_unk does so for
-    the <unk>s a model writes). The links follow the words; a word unlinked stays as it is,
-    and so do the words at the positions `kept` (a target prefix's, a glossary term's)."""
+    first of them takes the copy, and the words beside it aligned to unknown words alone
+    go. A model cannot spell such a word, so what it writes there is made up; a name is
+    better copied (OpenNMT's replace_unk does so for the <unk>s a model writes). The links
+    follow the words (a known word's link to the word replaced, to the copy: every word of
+    the line stays linked); a word unlinked stays as it is, and so do the words at the
+    positions `kept` (a target prefix's, a glossary term's)."""
     if not unknown:
         return text, links
     source, words = line.split(), text.split()
@@ -244,19 +246,23 @@ def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
         sources.setdefault(t, set()).add(s)
     copies: dict[int, list[int]] = {}  # target word: the source words copied there
     gone: set[int] = set()
+    made_up = [t for t, linked_to in sources.items() if linked_to <= set(unknown)]
     for s in unknown:
         linked = sorted(t for t, linked_to in sources.items() if s in linked_to and t not in kept)
-        chosen = [t for t in linked if sources[t] <= set(unknown)] or linked
+        chosen = [t for t in linked if t in made_up] or linked
         if chosen:
             copies.setdefault(chosen[0], []).append(s)
             # the words made up beside it: chosen is sorted, so its first run is where
             # each word is the first's position plus its own
-            gone.update(t for k, t in enumerate(chosen[1:], 1) if t == chosen[0] + k)
+            gone.update(t for k, t in enumerate(chosen[1:], 1)
+                        if t == chosen[0] + k and t in made_up)
+    copied = {s for there in copies.values() for s in there}
     out: list[str] = []
     moved: list[Link] = []
     for j, word in enumerate(words):
         if j in copies:
             moved += [(s, len(out) + k) for k, s in enumerate(copies[j])]
+            moved += [(s, len(out)) for s in sorted(sources.get(j, set()) - copied)]
             out += [source[s] for s in copies[j]]
         elif j not in gone:
             moved += [(s, len(out)) for s in sorted(sources.get(j, ()))]

@@ -30,8 +30,11 @@ class Glossary:
 
     @functools.cached_property
     def pattern(self) -> re.Pattern:
-        """Any source term, not inside a longer word; longer terms tried first."""
+        """Any source term, not inside a longer word; longer terms tried first. No terms:
+        nothing (an empty alternation would match the empty string everywhere)."""
         terms = sorted(self.terms, key=len, reverse=True)
+        if not terms:
+            return re.compile(r"(?!)")
         return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, terms)) + r")(?!\w)")
 
     @functools.cached_property

@@ -68,7 +68,7 @@ def serve(run_dir: Path, settings: ServeConfig, decode: DecodeConfig, quantize: 
     engine = thread.submit(load_engine, settings.engine, run_dir, decode.device, quantize,
                            decode.precision, ensemble).result()
     engine.language_tag(decode)  # a wrong --tgt-lang (without one, each line names its own)
-    info = run_info(run_dir, engine.run_dir, settings, decode, ensemble or [],
+    info = run_info(engine.run_dir, settings, decode, ensemble or [],
                     engine.target_languages, engine.max_positions - 1, glossary)
     app = create_app(engine, info, settings, decode, thread, glossary)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,

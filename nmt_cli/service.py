@@ -151,8 +151,9 @@ def parse_query(body: bytes, settings: ServeConfig, decode: DecodeConfig,
 def request_glossary(value: Any, server: Glossary | None,
                      settings: ServeConfig) -> Glossary | None:
     """The glossary of a request: the server's, with the request's "glossary" entries
-    added (one for a source term the server's has replaces it); None when neither has one."""
-    if value is None:
+    added (one for a source term the server's has replaces it); None when neither has one.
+    An empty object adds nothing."""
+    if value is None or value == {}:
         return server
     if settings.engine == "ctranslate2":
         raise ApiError(422, '"glossary": the ctranslate2 engine cannot place terms')
@@ -287,7 +288,7 @@ def hypothesis_json(hypothesis: Translation, alignment: bool = False) -> dict[st
     return out
 
 
-def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeConfig,
+def run_info(source: Path, settings: ServeConfig, decode: DecodeConfig,
              ensemble: list[Path], languages: list[str], longest: int,
              glossary: Glossary | None = None) -> dict[str, Any]:
     """What GET /info tells: the run (by name only: no path of the server's leaves it) and
@@ -300,7 +301,7 @@ def run_info(run_dir: Path, source: Path, settings: ServeConfig, decode: DecodeC
     config = read_config(source)[0] if (source / CONFIG_FILE).is_file() else None
     bleu = best_val_bleu(source)  # None without a log (an averaged run has none)
     return {
-        "run": run_dir.resolve().name, "ensemble": [other.resolve().name for other in ensemble],
+        "run": source.resolve().name, "ensemble": [other.resolve().name for other in ensemble],
         "engine": settings.engine,
         "source_language": config.data.src_lang if config else None,
         "target_language": config.data.tgt_lang if config else None,

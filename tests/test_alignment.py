@@ -298,6 +298,11 @@ def test_words_the_vocabulary_cannot_spell_are_copied_in_place_of_their_words():
     assert copy_unknown("Ольга rides", "Ein Klik reitet Olg", [(0, 0), (1, 0), (0, 1), (1, 2),
                                                                (0, 3)], [0]) == (
         "Ein Ольга reitet Olg", [(0, 0), (0, 1), (0, 3), (1, 0), (1, 2)])
+    # none the unknown word's alone: the first takes the copy, the known words' words stay,
+    # and their links to the word replaced go to the copy (they took "Mann." and every link)
+    assert copy_unknown("Ольга is riding a bike.", "Ein Mann.", [
+        (0, 0), (0, 1), (1, 0), (2, 0), (3, 1), (4, 1)], [0]) == (
+        "Ольга Mann.", [(0, 0), (0, 1), (1, 0), (2, 0), (3, 1), (4, 1)])
     assert copy_unknown(line, "Ein Pferd", [], [0]) == ("Ein Pferd", [])  # linked to nothing
     assert copy_unknown(line, "Ein Klikaner reitet", [(0, 0), (0, 1), (1, 2)], [0], kept={0}) == (
         "Ein Ольга reitet", [(0, 0), (0, 1), (1, 2)])  # a prefix's word stays

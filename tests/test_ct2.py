@@ -338,7 +338,7 @@ def test_serve_decodes_with_ctranslate2(cli_run):
             [list(link) for link in h[0].alignment] if i % 2 == 0 else None
             for i, h in enumerate(wanted)]
         status, _, info = call(server.url + "/info")
-        assert status == 200 and (info["engine"], info["run"]) == ("ctranslate2", "ctranslate2")
+        assert status == 200 and (info["engine"], info["run"]) == ("ctranslate2", cli_run.name)
         assert (info["architecture"], info["source_language"]) == ("transformer", "en")
         assert call(server.url + "/health")[2]["batches"] < len(lines)
     finally:

@@ -476,6 +476,10 @@ def test_a_request_glossary_adds_to_the_servers_and_overrides_it(tmp_path):
     assert asked.terms == [["Mann", "Köter"], ["Katze"]] and asked.config.glossary == ""
     assert query({"text": "A man."}).terms == [["Mann"]]
     assert query({"text": "A man."}, config=DecodeConfig()).terms is None
+    # an empty "glossary" object matched the empty string: a KeyError, answered 500
+    assert query({"text": "A man.", "glossary": {}}).terms == [["Mann"]]
+    assert query({"text": "A man.", "glossary": {}}, config=DecodeConfig()).terms is None
+    assert Glossary({}).targets("A man.") == []
     assert not query({"text": "A man."}).config.glossary_inflect  # the server's default
     assert query({"text": "A man.", "glossary_inflect": True}).config.glossary_inflect
     inflecting = DecodeConfig(glossary=decode.glossary, glossary_inflect=True)
