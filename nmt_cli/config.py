@@ -587,8 +587,7 @@ RESUMABLE = (*LIMITS, "data.data_dir", "train.device", "train.precision", "train
 def resume_config(config: Config, overrides: dict[str, Any]) -> Config:
     """A stopped run's `config` with `overrides` for the rest of the run. Only RESUMABLE
     settings may change; others may be given again, but with the run's own values."""
-    if "data.data_dir" in overrides and overrides["data.data_dir"]:
-        overrides = {**overrides, "data.data_dir": str(Path(overrides["data.data_dir"]).resolve())}
+    overrides = absolute_paths(overrides)  # as config.json holds them
     resumed = apply_overrides(config, overrides)
     for key in overrides:
         if key not in RESUMABLE and resumed.get(key) != config.get(key):
@@ -602,8 +601,7 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
                    options: dict[str, Any] | None = None) -> Config:
     """The configuration of a new run. Later sources win: the preset (default: the one named
     after the model.arch option, else DEFAULT_PRESET), then the TOML file, then `--set`,
-    then the options. Relative data and fine-tuning directories are made absolute, so the run's
-    config.json still finds them from elsewhere."""
+    then the options. Relative paths are made absolute (with_absolute_paths)."""
     arch = (options or {}).get("model.arch")
     config = preset(preset_name if preset_name is not None else arch or DEFAULT_PRESET)
     if config_file is not None:
@@ -615,25 +613,46 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
         raise UserError("--set model.attention: chooses the GRU's attention score; a "
                         "Transformer's attention is multi-head scaled dot-product: drop it, "
                         "or train a GRU (--arch gru)")
-    for key, path in (("data.data_dir", config.data.data_dir),
-                      ("train.finetune_from", config.train.finetune_from)):
-        if path:
-            config = apply_overrides(config, {key: str(Path(path).resolve())})
-    if config.data.alignments:  # a file for each target language
-        config = apply_overrides(config, {"data.alignments": ",".join(
-            str(Path(path).resolve()) for path in config.data.alignments.split(","))})
-    return config
+    return with_absolute_paths(config)
+
+
+PATHS = ("data.data_dir", "data.alignments", "train.finetune_from")  # a file for each target
+# language in data.alignments, separated by commas
+
+
+def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` with the relative paths of PATHS made absolute."""
+    return {key: ",".join(str(Path(path).resolve()) for path in str(value).split(","))
+            if key in PATHS and value else value for key, value in settings.items()}
+
+
+def with_absolute_paths(config: Config) -> Config:
+    """`config` with its relative paths made absolute, so that the run's config.json still
+    finds them from elsewhere."""
+    return apply_overrides(config, absolute_paths({key: config.get(key) for key in PATHS}))
 
 
 TRANSFORMER_ONLY = ("model.num_heads", "model.num_encoder_layers", "model.num_decoder_layers",
                     "model.d_ff", "model.norm_first")
 
 
-def unread_settings(config: Config, given: dict[str, Any]) -> list[str]:
-    """The settings of `given` that `config`'s model family does not read: a GRU's
+def unread_settings(config: Config, given: dict[str, Any]) -> list[tuple[str, str]]:
+    """The settings of `given` that `config` does not read, each with why: a GRU's
     Transformer settings, which a settings list shared by both families may hold (a
-    Transformer's model.attention is an error instead: resolve_config)."""
-    return [key for key in given if config.model.arch == "gru" and key in TRANSFORMER_ONLY]
+    Transformer's model.attention is an error instead: resolve_config), a warmup where the
+    schedule has none, and frozen embeddings where none were given."""
+    t, m = config.train, config.model
+    reasons = {
+        "a GRU does not read it (Transformer only)":
+            lambda key: m.arch == "gru" and key in TRANSFORMER_ONLY,
+        f"the {t.schedule} schedule has no warmup (inverse_sqrt and linear have)":
+            lambda key: key == "train.warmup_steps" and t.schedule in ("plateau", "constant"),
+        "it keeps fixed the embeddings that pretrained vectors (model.src_embeddings, "
+        "model.tgt_embeddings) or a parent run (train.finetune_from) start; none here":
+            lambda key: key == "model.freeze_embeddings" and m.freeze_embeddings and not (
+                m.src_embeddings or m.tgt_embeddings or t.finetune_from),
+    }
+    return [(key, why) for key in given for why, unread in reasons.items() if unread(key)]
 
 
 def to_dict(config: Config) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import torch
 from . import averaging, checkpoint, distributed, finetune
 from .attention_maps import draw_validation_attention
 from .checkpoint import ATTENTION_DIR, BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
-from .config import Config
+from .config import Config, with_absolute_paths
 from .corpus import SHARED, load_training_corpus
 from .data import BatchLoader, token_batches
 from .devices import fast_kernels, keep_freed_memory, mixed_precision, resolve_device
@@ -309,6 +309,7 @@ class Trainer:
 def train(config: Config, run_dir: Path | None = None,
           on_event: Callable[[Event], None] | None = None) -> Path:
     """Train a model as `config` says; returns the run directory."""
+    config = with_absolute_paths(config)  # as resolve_config gives them
     world = distributed.init(resolve_device(config.train.device))
     run_dir = Path(world.from_main(str(run_dir or new_run_dir(config))))
     created = not run_dir.exists()

@@ -142,10 +142,26 @@ def test_a_grus_transformer_settings_are_named_as_unread():
     given = {"model.d_ff": 64, "model.num_encoder_layers": 2, "model.d_model": 32,
              "model.num_heads": 2, "model.norm_first": False, "model.num_decoder_layers": 1}
     gru = resolve_config(options={"model.arch": "gru"})
-    assert unread_settings(gru, given) == ["model.d_ff", "model.num_encoder_layers",
-                                           "model.num_heads", "model.norm_first",
-                                           "model.num_decoder_layers"]
+    assert [key for key, _ in unread_settings(gru, given)] == [
+        "model.d_ff", "model.num_encoder_layers", "model.num_heads", "model.norm_first",
+        "model.num_decoder_layers"]
     assert unread_settings(resolve_config(), given) == []
+
+
+def test_a_warmup_without_a_schedule_that_warms_and_frozen_embeddings_of_nothing_are_noted():
+    """multi30k-gru's plateau schedule (and constant) took train.warmup_steps=1000 without a
+    word, as a run without pretrained vectors or a parent took model.freeze_embeddings."""
+    given = {"train.warmup_steps": 1000, "model.freeze_embeddings": True}
+    for name, schedule in (("multi30k-gru", "plateau"), ("gru", "constant")):
+        config = resolve_config(name, settings=[f"{k}={v}" for k, v in given.items()])
+        assert unread_settings(config, given) == [
+            ("train.warmup_steps", f"the {schedule} schedule has no warmup (inverse_sqrt and "
+                                   "linear have)"),
+            ("model.freeze_embeddings", "it keeps fixed the embeddings that pretrained vectors "
+             "(model.src_embeddings, model.tgt_embeddings) or a parent run "
+             "(train.finetune_from) start; none here")]
+    warming = resolve_config("transformer", settings=["train.warmup_steps=1000"])
+    assert unread_settings(warming, {"train.warmup_steps": 1000}) == []
 
 
 def test_a_limit_option_replaces_every_earlier_limit():
@@ -172,6 +188,14 @@ def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
     config = resolve_config(options={"data.data_dir": "corpus"})
     assert config.data.data_dir == str(tmp_path / "corpus")
     assert resolve_config().data.data_dir == ""  # the bundled sample
+    aligned = resolve_config(options={"data.data_dir": "corpus", "data.tgt_lang": "de,fr",
+                                      "data.alignments": "de.align,fr.align"})
+    assert aligned.data.alignments == f"{tmp_path / 'de.align'},{tmp_path / 'fr.align'}"
+    # given again as they were given at first, relative: the run's own (it was refused)
+    assert resume_config(aligned, {"data.alignments": "de.align,fr.align",
+                                   "data.data_dir": "corpus"}) == aligned
+    with pytest.raises(UserError, match="data.alignments is fixed by the run"):
+        resume_config(aligned, {"data.alignments": "fr.align,de.align"})
 
 
 def test_a_resumed_run_keeps_its_model_and_data():

@@ -68,6 +68,20 @@ def test_training_lowers_the_loss_and_reports_progress(trainer):
     assert trainer.events[-1]["kind"] == "done"
 
 
+def test_the_python_api_records_paths_that_work_from_anywhere(small_corpus, tmp_path,
+                                                              monkeypatch):
+    """train() kept a relative data.data_dir in config.json: the run resumed and was scored
+    only from the folder it began in."""
+    from nmt_cli import train
+
+    monkeypatch.chdir(small_corpus.parent)
+    config = small_config(small_corpus.name, max_steps=1, validate_every=1)
+    run_dir = train(config, tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    assert Translator.from_run(run_dir, "cpu").run.config.data.data_dir == str(small_corpus)
+    resume(run_dir, {"train.max_steps": 2})
+
+
 def test_each_step_logs_the_rate_its_update_took(trainer):
     """The rate was read after the schedule had moved on: each step showed the next one's,
     so the warmup peaked a step early on the curves."""

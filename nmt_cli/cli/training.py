@@ -118,9 +118,9 @@ def train(
         return
     if resume is None:
         config = resolve_config(preset_name, config_file, settings, options)
-        for key in unread_settings(config, command_line_overrides(settings)):
-            err.print(f"note: --set {key}: a GRU does not read it (Transformer only)",
-                      highlight=False, soft_wrap=True)
+        for key, why in unread_settings(config, command_line_overrides(settings)):
+            err.print(f"note: --set {key}: {why}", highlight=False, soft_wrap=True,
+                      markup=False)
         if target_languages(config.data.tgt_lang) == [config.data.src_lang]:
             err.print(f"note: data.src_lang and data.tgt_lang are both {config.data.src_lang}: "
                       "the model learns to copy its sources", highlight=False, soft_wrap=True)
