@@ -28,6 +28,7 @@ def val_bleu(runs: list[Path], settings: list[tuple[int, float]]) -> dict[str, d
     from nmt_cli.evaluation import evaluate
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
+    from nmt_cli.validation import validation_tokenizer
 
     from .quality import chosen_weights
 
@@ -45,7 +46,8 @@ def val_bleu(runs: list[Path], settings: list[tuple[int, float]]) -> dict[str, d
             start = time.perf_counter()
             hypotheses = translator.translate(val.src, DecodeConfig(beam=beam, alpha=alpha,
                                                                     device="cpu"))
-            bleu, = evaluate(hypotheses, val.tgt, ("bleu",))
+            bleu, = evaluate(hypotheses, val.tgt, ("bleu",),  # split as val_bleu is
+                             tokenize=validation_tokenizer(data.tgt_lang))
             table[str(run)][setting_name(beam, alpha)] = round(bleu.score, 2)
             print(f"{run} ({weights}), {setting_name(beam, alpha)}: {bleu.details} "
                   f"({time.perf_counter() - start:.0f} s)", flush=True)

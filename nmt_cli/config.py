@@ -616,14 +616,18 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
     return with_absolute_paths(config)
 
 
-PATHS = ("data.data_dir", "data.alignments", "train.finetune_from")  # a file for each target
-# language in data.alignments, separated by commas
+PATHS = ("data.data_dir", "data.alignments", "train.finetune_from")
 
 
 def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
-    """`settings` with the relative paths of PATHS made absolute."""
-    return {key: ",".join(str(Path(path).resolve()) for path in str(value).split(","))
-            if key in PATHS and value else value for key, value in settings.items()}
+    """`settings` with the relative paths of PATHS made absolute (data.alignments: a file for
+    each target language, separated by commas)."""
+    def absolute(key: str, value: str) -> str:
+        paths = value.split(",") if key == "data.alignments" else [value]
+        return ",".join(str(Path(path).resolve()) for path in paths)
+
+    return {key: absolute(key, str(value)) if key in PATHS and value else value
+            for key, value in settings.items()}
 
 
 def with_absolute_paths(config: Config) -> Config:

@@ -44,6 +44,8 @@ def bleu_tokenizer(language: str = "", tokenize: str = "auto") -> str:
 
 
 def bleu(lowercase: bool = False, tokenize: str = "13a") -> BLEU:
+    """sacreBLEU's BLEU with `tokenize` (auto: 13a, no language being known here)."""
+    tokenize = bleu_tokenizer(tokenize=tokenize)
     try:
         return BLEU(lowercase=lowercase, tokenize=tokenize)
     except RuntimeError:  # MeCab is not installed

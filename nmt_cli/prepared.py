@@ -15,8 +15,9 @@ that run's, to fine-tune it), then encodes DIR's training pairs a chunk at a tim
                                     and the SHA-256 of the files' contents, which a run
                                     records to resume on the same pairs; written last
 
-They are made in the folder .OUT.preparing beside OUT and take their place in OUT once all are
-written: a prepare that fails (or is stopped) leaves a corpus prepared in OUT before as it was.
+They are made in the folder OUT/.preparing (.OUT.preparing beside a new OUT) and take their
+place in OUT once all are written: a prepare that fails (or is stopped) leaves a corpus
+prepared in OUT before as it was.
 
 With `--alignments FILE` (a file for each target language: guided_alignment.py), the word
 links of each kept pair are checked and written beside them:
@@ -429,7 +430,10 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
-    with staged(out_dir) as stage:
+    before = read_info(out_dir) if is_prepared(out_dir) else {}
+    languages = {src_lang, *target_languages(tgt_lang), str(before.get("src_lang")),
+                 *str(before.get("tgt_lang")).split(",")}  # the copies of either's splits
+    with staged(out_dir, languages) as stage:
         if tokenizer_from is None:
             text = sample_pairs(tagged_pairs(files), sample, seed)
             tokenizer = Tokenizer.train(text.src, text.tgt, tokenizer_config, stage,
@@ -466,13 +470,16 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     return info
 
 
-def written_by_prepare(name: str) -> bool:
+def written_by_prepare(name: str, languages: set[str]) -> bool:
     """Whether `name` is a file that preparing a corpus writes: its tokenizer, ids, word
-    links, prepared.json, and the copies of the validation and test files."""
-    stem = name.removesuffix(".gz").split(".")[0]
-    return name in (PREPARED, JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
-                    LINK_INDEX) or stem in SPLITS["val"] + SPLITS["test"] or (
-        stem.startswith("test_"))
+    links, prepared.json, and the copies of the validation and test files (NAME.LANG or
+    NAME.LANG.gz, LANG one of `languages`)."""
+    if name in (PREPARED, JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
+                LINK_INDEX):
+        return True
+    stem, _, language = name.removesuffix(".gz").partition(".")
+    return language in languages and (stem in SPLITS["val"] + SPLITS["test"]
+                                      or stem.startswith("test_"))
 
 
 def check_out_folder(out_dir: Path) -> None:
@@ -494,12 +501,15 @@ def check_out_folder(out_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def staged(out_dir: Path):
-    """A folder beside `out_dir` to prepare a corpus in. Should preparing fail, it is
-    removed and `out_dir` stays as it was (a corpus prepared there before still trains and
-    resumes); once it is done, its files take the place of those preparing wrote into
-    `out_dir` before, prepared.json last."""
-    stage = out_dir.parent / f".{out_dir.name}.preparing"
+def staged(out_dir: Path, languages: set[str]):
+    """A folder to prepare a corpus in: inside `out_dir` when there is one (on its file
+    system, so that the files move in by renaming), else beside it. Should preparing fail,
+    it is removed and `out_dir` stays as it was (a corpus prepared there before still trains
+    and resumes). Once it is done, the files an earlier prepare wrote into `out_dir` (with
+    `languages`) move aside, the new ones move in, prepared.json last, and the old ones go;
+    should a move fail, the old ones come back."""
+    inside = out_dir.is_dir()
+    stage = out_dir / ".preparing" if inside else out_dir.parent / f".{out_dir.name}.preparing"
     shutil.rmtree(stage, ignore_errors=True)  # what a killed prepare left
     stage.mkdir(parents=True)
     try:
@@ -507,16 +517,30 @@ def staged(out_dir: Path):
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    if not out_dir.exists():
+    if not inside:
         stage.rename(out_dir)
         return
-    (out_dir / PREPARED).unlink(missing_ok=True)  # not a prepared corpus until the end
-    for path in out_dir.iterdir():
-        if path.is_file() and written_by_prepare(path.name):
-            path.unlink()
-    for path in sorted(stage.iterdir(), key=lambda path: path.name == PREPARED):
-        path.replace(out_dir / path.name)
-    stage.rmdir()
+    aside = out_dir / ".replaced"
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    moved_in: list[str] = []
+    try:  # prepared.json out first and in last: never a prepared corpus of old and new files
+        for path in sorted(out_dir.iterdir(), key=lambda path: path.name != PREPARED):
+            if path.is_file() and written_by_prepare(path.name, languages):
+                path.rename(aside / path.name)
+        for path in sorted(stage.iterdir(), key=lambda path: path.name == PREPARED):
+            path.rename(out_dir / path.name)
+            moved_in.append(path.name)
+    except BaseException:
+        for name in moved_in:
+            (out_dir / name).unlink(missing_ok=True)
+        for path in sorted(aside.iterdir(), key=lambda path: path.name == PREPARED):
+            path.rename(out_dir / path.name)
+        aside.rmdir()
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    shutil.rmtree(stage)
+    shutil.rmtree(aside)
 
 
 def text_corpus_files(folder: Path) -> list[str]:

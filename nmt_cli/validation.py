@@ -60,7 +60,7 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     atomic_write_text(outputs, "".join(f"{line}\n" for line in hypotheses))
     groups = corpus.val_rows
     tokenizers = {language: validation_tokenizer(language) for language in groups}
-    alike = len(set(tokenizers.values())) == 1  # else all of them together in 13a's words
+    alike = len(set(tokenizers.values())) == 1
     bleu, chrf = (s.score for s in evaluate(hypotheses, text.tgt, ("bleu", "chrf"), False,
                                             next(iter(tokenizers.values())) if alike else "13a"))
     metrics = {"val_loss": loss, "val_ppl": math.exp(min(loss, 50.0)), "val_bleu": bleu,
@@ -71,6 +71,9 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
                               ("bleu", "chrf"), False, tokenizers[language])
             metrics |= {f"val_bleu_{language}": scores[0].score,
                         f"val_chrf_{language}": scores[1].score}
+        if not alike:  # no one tokenizer splits them all (de and zh): each its own, averaged
+            metrics["val_bleu"] = sum(metrics[f"val_bleu_{language}"]
+                                      for language in groups) / len(groups)
     samples = [{"source": text.src[i], "reference": text.tgt[i], "output": hypotheses[i]}
                for i in interleaved(groups, SAMPLES)]
     return metrics, samples

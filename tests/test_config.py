@@ -196,6 +196,8 @@ def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
                                    "data.data_dir": "corpus"}) == aligned
     with pytest.raises(UserError, match="data.alignments is fixed by the run"):
         resume_config(aligned, {"data.alignments": "fr.align,de.align"})
+    assert resolve_config(options={"data.data_dir": "my,corpus"}).data.data_dir == str(
+        tmp_path / "my,corpus")  # one folder: only data.alignments lists several
 
 
 def test_a_resumed_run_keeps_its_model_and_data():

@@ -139,6 +139,32 @@ def two_targets(tmp_path_factory) -> Path:
     return folder
 
 
+def test_validation_bleu_of_languages_no_one_tokenizer_splits_is_their_mean(two_targets,
+                                                                            tmp_path):
+    """Into German and Chinese, the whole validation set in 13a's words would count each
+    Chinese line as a word: val_bleu, which picks the best weights, is the mean of the
+    languages' own BLEU then (the Chinese here is the sample's English, renamed)."""
+    import nmt_cli.validation
+
+    folder = shutil.copytree(two_targets, tmp_path / "corpus")
+    for path in folder.glob("*.fr"):
+        path.rename(path.with_suffix(".zh"))
+    config = apply_overrides(preset("transformer"), {
+        **TOY, "data.data_dir": str(folder), "data.src_lang": "en", "data.tgt_lang": "de,zh",
+        "tokenizer.vocab_size": 300, "train.max_steps": 1, "train.validate_every": 1})
+    events: list[dict] = []
+
+    def half_right(model, corpus, lines, *args):  # every other word of each reference
+        return [" ".join(line.split()[::2]) for line in corpus.val_text.tgt]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nmt_cli.validation, "translate_greedy", half_right)
+        train(config, tmp_path / "run", events.append)
+    scores = next(e for e in events if e["kind"] == "validate")
+    assert 0 < scores["val_bleu_de"] != scores["val_bleu_zh"] > 0
+    assert scores["val_bleu"] == pytest.approx((scores["val_bleu_de"] + scores["val_bleu_zh"]) / 2)
+
+
 def test_each_language_is_read_in_turn_behind_its_tag(two_targets):
     text = load_split(two_targets, "train", "en", "de,fr")
     assert len(text.src) == 402

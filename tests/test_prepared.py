@@ -507,6 +507,25 @@ def test_a_failed_prepare_leaves_the_corpus_prepared_there_before(corpus, tmp_pa
         assert [path.name for path in tmp_path.iterdir() if "preparing" in path.name] == []
     resume(run_dir, {"train.max_steps": 2})
     assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 2
+    # a file that fails to move in (another file system, a full disk): the old ones move back
+    rename = Path.rename
+
+    def failing(path, target):
+        if path.parent.name == ".preparing" and path.name == "train.tgt.bin":
+            raise OSError(18, "Invalid cross-device link")
+        return rename(path, target)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Path, "rename", failing)
+        with pytest.raises(OSError, match="cross-device"):
+            prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    for name in ("test.py", "dev.log", "test_plan.md", "notes.txt"):  # a user's own files
+        (out / name).write_text("mine")
+    prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
+    assert {"test.py", "dev.log", "test_plan.md", "notes.txt"} <= {p.name for p in out.iterdir()}
+    assert json.loads((out / "prepared.json").read_text())["max_len"] == 20
+    assert not [path for path in out.iterdir() if path.name.startswith(".")]
     spm = (run_dir / "spm.model").read_bytes()
     with pytest.raises(UserError, match=r"--out .*run: holds spm\.model, which preparing "
                                         r"would replace, and is no prepared corpus \(a run\?\)"):

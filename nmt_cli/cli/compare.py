@@ -51,15 +51,17 @@ def compare_command(
     (sacreBLEU's paired tests)."""
     from ..checkpoint import read_config
     from ..compare import compare, load_systems
-    from ..evaluation import bleu_tokenizer, unspaced_warning
+    from ..evaluation import bleu, bleu_tokenizer, unspaced_warning
 
     if ref is None:
         raise UserError("--ref is required: the reference translations")
     if len(systems or []) < 2:
         raise UserError("compare needs at least two systems (files or run directories)")
+    runs = [path for path in systems if path.is_dir()] if src else []  # else refused below
+    tokenizer = bleu_tokenizer(decode.tgt_lang or next(
+        (read_config(path)[0].data.tgt_lang for path in runs), ""), tokenize.value)
+    bleu(tokenize=tokenizer)  # MeCab missing: said before anything is translated
     references, named = load_systems(systems, ref, src, decode, quantize)
-    runs = [read_config(path)[0].data.tgt_lang for path in systems if path.is_dir()]
-    tokenizer = bleu_tokenizer(decode.tgt_lang or next(iter(runs), ""), tokenize.value)
     if warning := unspaced_warning(references, tokenizer):
         print(f"warning: {warning}", file=sys.stderr)
     show_comparison(compare(named, references, str(ref), method.value, samples, seed,
