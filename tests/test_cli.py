@@ -88,6 +88,14 @@ def test_translate_text_file_and_stdin(trained_run, tmp_path):
                                 input="\n".join(lines) + "\n")
     assert result.exit_code == 0
     assert result.stdout.split("\n")[:-1] == from_file
+    text = "\n".join(lines) + "\n"  # as TEXT: the same lines; a form feed splits none
+    as_text = invoke("translate", "--run", str(trained_run), "--beam", "2", text)
+    assert as_text.exit_code == 0 and as_text.stdout.split("\n")[:-1] == from_file
+    for odd in ("A man\x0cruns.", "A man\u2028runs.", ""):
+        piped = CliRunner().invoke(app, ["translate", "--run", str(trained_run)], input=odd)
+        given = invoke("translate", "--run", str(trained_run), odd)
+        assert given.stdout == piped.stdout or odd == "", (odd, given.stdout, piped.stdout)
+        assert len(given.stdout.split("\n")[:-1]) == 1
 
 
 def test_int8_quantization_replaces_linear_layers_and_still_translates(trained_run):

@@ -137,7 +137,7 @@ def translate(
     if aligned:
         translator.check_alignment(aligned[0])
     if text is not None:
-        lines = iter(check_utf8(text, "TEXT").splitlines() or [""])
+        lines = iter(text_lines(check_utf8(text, "TEXT")))
     elif input_file is not None:
         lines = iter(read_lines(input_file, empty_ok=True))  # as stdin: nothing in, nothing out
     else:
@@ -426,6 +426,14 @@ def not_default(settings: dict) -> list[str]:
     """The decoding settings (DecodeConfig's, --quantize, --ensemble) not at their default."""
     defaults = {**asdict(DecodeConfig()), "quantize": "none", "ensemble": []}
     return [key for key, value in settings.items() if key in defaults and value != defaults[key]]
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of TEXT as a file's or stdin's read: split at line feeds alone (a form feed
+    or a line separator is text, where str.splitlines splits there too), a last line feed
+    ending the last line; one line, empty, for empty TEXT."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
 def decoding_line(decoding: dict) -> str:
