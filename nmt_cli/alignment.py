@@ -246,7 +246,8 @@ def copy_unknown(line: str, text: str, links: list[Link], unknown: list[int],
         sources.setdefault(t, set()).add(s)
     copies: dict[int, list[int]] = {}  # target word: the source words copied there
     gone: set[int] = set()
-    made_up = [t for t, linked_to in sources.items() if linked_to <= set(unknown)]
+    unknown_words = set(unknown)
+    made_up = {t for t, linked_to in sources.items() if linked_to <= unknown_words}
     for s in unknown:
         linked = sorted(t for t, linked_to in sources.items() if s in linked_to and t not in kept)
         chosen = [t for t in linked if t in made_up] or linked

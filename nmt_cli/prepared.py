@@ -470,12 +470,17 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     return info
 
 
+def made_files() -> tuple[str, ...]:
+    """The files preparing makes beside prepared.json and the split copies: the tokenizer,
+    the ids and their index, the word links."""
+    return (JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS, LINK_INDEX)
+
+
 def written_by_prepare(name: str, languages: set[str]) -> bool:
     """Whether `name` is a file that preparing a corpus writes: its tokenizer, ids, word
     links, prepared.json, and the copies of the validation and test files (NAME.LANG or
     NAME.LANG.gz, LANG one of `languages`)."""
-    if name in (PREPARED, JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
-                LINK_INDEX):
+    if name == PREPARED or name in made_files():
         return True
     stem, _, language = name.removesuffix(".gz").partition(".")
     return language in languages and (stem in SPLITS["val"] + SPLITS["test"]
@@ -492,9 +497,7 @@ def check_out_folder(out_dir: Path) -> None:
         raise UserError(f"--out {out_dir}: holds a corpus as text ({', '.join(held[:4])}"
                         f"{', ...' if len(held) > 4 else ''}), whose validation and test files "
                         "preparing would replace; choose a new or empty folder")
-    made = [name for name in (JOINT_FILE, SRC_FILE, TGT_FILE, *IdFileWriter.NAMES, LINKS,
-                              LINK_INDEX) if (out_dir / name).exists()]
-    if made:
+    if made := [name for name in made_files() if (out_dir / name).exists()]:
         raise UserError(f"--out {out_dir}: holds {', '.join(made)}, which preparing would "
                         "replace, and is no prepared corpus (a run?); choose a new or empty "
                         "folder")

@@ -6,6 +6,7 @@ the validations (`selection_score`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -79,6 +80,7 @@ def validate(model: Seq2Seq, corpus: TrainingCorpus, t: TrainConfig, device: tor
     return metrics, samples
 
 
+@functools.cache  # once a process: each validation asks again
 def validation_tokenizer(language: str) -> str:
     """The tokenizer of validation BLEU into `language`: sacreBLEU's for it, or char where
     that one needs MeCab and MeCab is not installed (a validation must not stop the run)."""

@@ -149,11 +149,17 @@ def run_neighbours(model: Seq2Seq, tokenizer: Tokenizer, word: str, k: int,
 
 
 def not_words(processor) -> set[int]:
-    """The pieces that stand for no text: <pad>, <unk>, <sos>, <eos>, the language tags, and
-    the bytes of byte_fallback."""
+    """The pieces that stand for no text (see stands_for_text)."""
+    tags = set(source_tags(processor).values())
     return {i for i in range(processor.get_piece_size())
-            if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
-            } | set(source_tags(processor).values())
+            if not stands_for_text(processor, i, tags)}
+
+
+def stands_for_text(processor, i: int, tags: set[int]) -> bool:
+    """Whether piece `i` stands for text: not <pad>, <unk>, <sos>, <eos>, a language tag (of
+    `tags`), nor a byte of byte_fallback."""
+    return not (processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
+                or i in tags)
 
 
 def run_embeddings(model: Seq2Seq, tokenizer: Tokenizer, side: str = "src"):
@@ -172,9 +178,9 @@ def piece_id(processor, word: str, option: str) -> int:
     query = processor.piece_to_id(WORD_START + word)
     if query != processor.unk_id():
         return query
-    skip = not_words(processor)
+    tags = set(source_tags(processor).values())
     known = [i for i in processor.encode(word)
-             if i not in skip and processor.id_to_piece(i) != WORD_START]
+             if stands_for_text(processor, i, tags) and processor.id_to_piece(i) != WORD_START]
     if not known:
         raise UserError(f"{option} {word!r}: the vocabulary has no piece of it")
     return known[0]
