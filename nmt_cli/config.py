@@ -600,14 +600,17 @@ def resolve_config(preset_name: str | None = None, config_file: Path | None = No
                    settings: list[str] | None = None,
                    options: dict[str, Any] | None = None) -> Config:
     """The configuration of a new run. Later sources win: the preset (default: the one named
-    after the model.arch option, else DEFAULT_PRESET), then the TOML file, then `--set`,
-    then the options. Relative paths are made absolute (with_absolute_paths)."""
-    arch = (options or {}).get("model.arch")
-    config = preset(preset_name if preset_name is not None else arch or DEFAULT_PRESET)
+    after the model.arch that wins below, else DEFAULT_PRESET), then the TOML file, then
+    `--set`, then the options. Relative paths are made absolute (with_absolute_paths)."""
+    from_file = load_toml(config_file) if config_file is not None else {}
+    given = command_line_overrides(settings, options)
+    arch = given.get("model.arch", from_file.get("model.arch"))
+    if preset_name is None:
+        preset_name = arch if arch in ARCHS else DEFAULT_PRESET  # else apply_overrides says
+    config = preset(preset_name)
     if config_file is not None:
         with in_file(config_file):
-            config = apply_overrides(config, load_toml(config_file))
-    given = command_line_overrides(settings, options)
+            config = apply_overrides(config, from_file)
     config = apply_overrides(config, given)
     if "model.attention" in given and config.model.arch == "transformer":  # else unread
         raise UserError("--set model.attention: chooses the GRU's attention score; a "

@@ -125,6 +125,20 @@ def test_resolve_config_applies_sources_in_the_stated_order(tmp_path):
     assert resolve_config() == preset(DEFAULT_PRESET)
 
 
+def test_the_model_family_named_anywhere_chooses_the_preset(tmp_path):
+    """`--set model.arch=gru` or a TOML file's arch trained a GRU with the Transformer preset's
+    warmup schedule, as `--arch gru` did not; the family that wins now names the preset."""
+    gru = tmp_path / "gru.toml"
+    gru.write_text('[model]\narch = "gru"\n')
+    assert resolve_config(settings=["model.arch=gru"]) == preset("gru")
+    assert resolve_config(config_file=gru) == preset("gru")
+    assert resolve_config(config_file=gru, options={"model.arch": "transformer"}) == preset(
+        "transformer")  # the option wins over the file, and names the preset
+    assert resolve_config("multi30k-gru", settings=["model.arch=gru"]) == preset("multi30k-gru")
+    with pytest.raises(UserError, match="model.arch must be one of"):
+        resolve_config(settings=["model.arch=rnn"])
+
+
 def test_an_attention_score_for_a_transformer_is_refused_not_ignored():
     """model.attention chooses the GRU's score; a Transformer given one trained as if it had
     not been (a learner asking for no attention got multi-head attention)."""

@@ -47,7 +47,8 @@ def train(
         "--run", "--run-dir", help="Run directory to create (default: runs/DATE-TIME-ARCH); "
         "under torchrun write --run-dir, as torchrun takes --run for itself.")] = None,
     preset_name: Annotated[str | None, typer.Option(
-        "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the --arch one).")
+        "--preset", help=f"Named settings: {', '.join(PRESETS)} (default: the one of the "
+        "model.arch given, else transformer).")
     ] = None,
     config_file: Annotated[Path | None, typer.Option(
         "--config", help="TOML file of settings, e.g. \\[model] d_model = 512.")] = None,
