@@ -59,12 +59,14 @@ def split_pair(data_dir: Path, split: str, src_lang: str, tgt_lang: str) -> tupl
         found.append([file_named(data_dir, name, lang) for lang in languages])
         if None not in found[-1]:
             return found[-1][0], found[-1][1]
-    for name in names:  # a link to nothing, where a file of the split should be
+    for name in names:  # a link to nothing or a folder, where a file of the split should be
         for lang in languages:
-            for link in candidates(data_dir, name, lang):
-                if link.is_symlink() and not link.exists():
-                    raise UserError(f"{link}: a link to {os.readlink(link)}, which is not a "
+            for path in candidates(data_dir, name, lang):
+                if path.is_symlink() and not path.exists():
+                    raise UserError(f"{path}: a link to {os.readlink(path)}, which is not a "
                                     "file")
+                if path.is_dir():
+                    raise UserError(f"{path}: a folder, not a file")
     for side, lang in enumerate(languages):
         if not any(files[side] for files in found):
             looked = " or ".join(f"{n}.{lang}[.gz]" for n in SPLITS[split])

@@ -143,6 +143,10 @@ def test_named_test_sets_pair_by_name_not_by_order(tmp_path):
     (tmp_path / "dev.en").write_text("x\n")  # a pair under another name: the link is not read
     (tmp_path / "dev.de").write_text("x\n")
     assert [p.name for p in split_pair(tmp_path, "val", "en", "de")] == ["dev.en", "dev.de"]
+    (tmp_path / "train.en").mkdir()  # not "no train file for language 'en'"
+    (tmp_path / "train.de").write_text("x\n")
+    with pytest.raises(UserError, match=r"train.en: a folder, not a file"):
+        split_pair(tmp_path, "train", "en", "de")
 
 
 def test_corrupt_gzip_is_a_clear_error(tmp_path):
