@@ -423,6 +423,7 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     load_split(data_dir, "val", src_lang, tgt_lang)  # read as training reads it: now, not then
     if out_dir.resolve() == data_dir.resolve():
         raise UserError(f"--out {out_dir}: the same folder as --data; choose another")
+    put_back(out_dir)  # what a prepare killed there while its files moved left
     if is_prepared(out_dir) and not replace:
         raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
                         "replace it (runs trained on it can then not be resumed)")
@@ -431,8 +432,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,
                    f"--tokenizer {tokenizer_from}", "prepare the corpus without --tokenizer")
     before = read_info(out_dir) if is_prepared(out_dir) else {}
-    languages = {src_lang, *target_languages(tgt_lang), str(before.get("src_lang")),
-                 *str(before.get("tgt_lang")).split(",")}  # the copies of either's splits
+    languages = {src_lang, *target_languages(tgt_lang), str(before.get("src_lang", src_lang)),
+                 *str(before.get("tgt_lang", tgt_lang)).split(",")}  # either's split copies
     with staged(out_dir, languages) as stage:
         if tokenizer_from is None:
             text = sample_pairs(tagged_pairs(files), sample, seed)
@@ -523,26 +524,41 @@ def staged(out_dir: Path, languages: set[str]):
     if not inside:
         stage.rename(out_dir)
         return
-    aside = out_dir / ".replaced"
-    shutil.rmtree(aside, ignore_errors=True)
+    aside = out_dir / SET_ASIDE
     aside.mkdir()
-    moved_in: list[str] = []
     try:  # prepared.json out first and in last: never a prepared corpus of old and new files
         for path in sorted(out_dir.iterdir(), key=lambda path: path.name != PREPARED):
             if path.is_file() and written_by_prepare(path.name, languages):
                 path.rename(aside / path.name)
+        (aside / INCOMING).write_text("".join(f"{path.name}\n" for path in stage.iterdir()))
         for path in sorted(stage.iterdir(), key=lambda path: path.name == PREPARED):
             path.rename(out_dir / path.name)
-            moved_in.append(path.name)
     except BaseException:
-        for name in moved_in:
-            (out_dir / name).unlink(missing_ok=True)
-        for path in sorted(aside.iterdir(), key=lambda path: path.name == PREPARED):
-            path.rename(out_dir / path.name)
-        aside.rmdir()
+        put_back(out_dir)
         shutil.rmtree(stage, ignore_errors=True)
         raise
     shutil.rmtree(stage)
+    shutil.rmtree(aside)
+
+
+SET_ASIDE = ".replaced"  # in a prepared corpus's folder, the old files while new ones move in
+INCOMING = ".incoming"  # in SET_ASIDE, the names of the new files, once the old are all there
+
+
+def put_back(out_dir: Path) -> None:
+    """The corpus that a replacing prepare set aside (staged), back in `out_dir`, unless the
+    new one moved in whole (its prepared.json is there): what a failed move, or a prepare
+    killed while the files moved, left is one whole corpus again, the old or the new."""
+    aside = out_dir / SET_ASIDE
+    if not aside.is_dir():
+        return
+    if not is_prepared(out_dir):
+        if (incoming := aside / INCOMING).is_file():  # every file of that name is a new one
+            for name in incoming.read_text().split():
+                (out_dir / name).unlink(missing_ok=True)
+            incoming.unlink()
+        for path in sorted(aside.iterdir(), key=lambda path: path.name == PREPARED):
+            path.rename(out_dir / path.name)
     shutil.rmtree(aside)
 
 

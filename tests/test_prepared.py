@@ -11,6 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import nmt_cli.prepared
 from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import encode_parallel, load_split, make_batch
@@ -520,6 +521,23 @@ def test_a_failed_prepare_leaves_the_corpus_prepared_there_before(corpus, tmp_pa
         with pytest.raises(OSError, match="cross-device"):
             prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    # a prepare killed while the old files move out, or the new ones in (the move fails and
+    # nothing puts the old files back): the next prepare there puts them back first
+    for where, name in ((out, "train.src.bin"), (out / ".preparing", "train.tgt.bin")):
+        def killed(path, target, where=where, name=name):
+            if path.parent == where and path.name == name:
+                raise KeyboardInterrupt
+            return rename(path, target)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Path, "rename", killed)
+            patch.setattr(nmt_cli.prepared, "put_back", lambda out_dir: None)
+            with pytest.raises(KeyboardInterrupt):
+                prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
+        assert not (out / "prepared.json").exists()
+        with pytest.raises(UserError, match="line counts differ"):
+            prepare(broken, out, "en", "de", config.tokenizer, 20, replace=True)
+        assert {path.name: path.read_bytes() for path in out.iterdir()} == before
     for name in ("test.py", "dev.log", "test_plan.md", "notes.txt"):  # a user's own files
         (out / name).write_text("mine")
     prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
