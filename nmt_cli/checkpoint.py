@@ -88,7 +88,8 @@ LIBRARIES = ("sentencepiece", "sacrebleu")  # recorded in config.json, beside Py
 def library_versions() -> dict[str, str]:
     # torch's own version names its build (2.13.0+cpu, 2.13.0+cu130), which the package
     # metadata of the CUDA wheel from the package index leaves out (2.13.0)
-    found = {"python": platform.python_version(), "torch": torch.__version__}
+    found = {"nmt": __version__, "python": platform.python_version(),
+             "torch": torch.__version__}
     for name in LIBRARIES:
         try:
             found[name] = metadata.version(name)
@@ -114,9 +115,8 @@ def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer,
     versions = library_versions()
     began = earlier_versions(run_dir)  # a resumed run keeps those it began with
     description = {
-        "nmt_version": __version__,
-        # what else shapes the numbers: SentencePiece's sampling and sacreBLEU's scores
-        # change between versions
+        # what shapes the numbers besides the settings: SentencePiece's sampling and
+        # sacreBLEU's scores change between versions, for one
         "versions": began or versions,
         **({"resumed_with": versions} if began and began != versions else {}),
         "config": to_dict(config),

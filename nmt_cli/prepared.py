@@ -426,7 +426,8 @@ def prepare(data_dir: Path, out_dir: Path, src_lang: str, tgt_lang: str,
     put_back(out_dir)  # what a prepare killed there while its files moved left
     if is_prepared(out_dir) and not replace:
         raise UserError(f"--out {out_dir}: holds a prepared corpus already; add --force to "
-                        "replace it (runs trained on it can then not be resumed)")
+                        "replace it (a run trained on it resumes on the new one only if its "
+                        "tokenizer, data.max_len_ratio and pairs are the same)")
     check_out_folder(out_dir)
     if tokenizer_from is not None:  # before anything is written
         check_tags(Tokenizer.load(Path(tokenizer_from)), tgt_lang,

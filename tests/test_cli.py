@@ -18,6 +18,7 @@ import torch
 import typer.main
 from typer.testing import CliRunner
 
+import nmt_cli
 from nmt_cli.cli import app
 from nmt_cli.config import DecodeConfig
 from nmt_cli.translate import Translator
@@ -55,7 +56,8 @@ def test_run_directory_is_self_describing(trained_run):
     assert {"config.json", "spm.model", "model.safetensors", "last.safetensors",
             "train_state.pt", "metrics.jsonl"} <= names
     versions = json.loads((trained_run / "config.json").read_text())["versions"]
-    assert versions == {"python": platform.python_version(), "torch": torch.__version__,
+    assert versions == {"nmt": nmt_cli.__version__, "python": platform.python_version(),
+                        "torch": torch.__version__,
                         "sentencepiece": spm.__version__, "sacrebleu": sacrebleu.__version__}
 
 

@@ -136,7 +136,8 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
     "glossary_ignore_case": "Find the glossary's source terms in any case; the target term "
                             "follows the case found (BIKE: FAHRRAD).",
     "glossary_inflect": "Let a term's last word take an ending of 1-3 lower-case letters, as "
-                        "the model chooses (Fahrrad: Fahrrads); --glossary and --terms-file.",
+                        "the model chooses (Fahrrad: Fahrrads); for --glossary's terms (and "
+                        "translate's --terms-file).",
     "split_sentences": "Translate each sentence of a line on its own and join the "
                        "translations (for paragraphs).",
 }
