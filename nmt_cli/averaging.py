@@ -31,13 +31,12 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 
 from . import checkpoint
 from .config import TrainConfig
 from .corpus import TrainingCorpus
 from .errors import UserError
-from .files import atomic_write, atomic_write_bytes, atomic_write_text
+from .files import atomic_write_bytes, atomic_write_text
 from .models import Seq2Seq
 from .optim import Updater
 from .tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE
@@ -168,8 +167,7 @@ def average_run(run_dir: Path, output: Path | None = None, last: int | None = No
         for name in (checkpoint.CONFIG_FILE, JOINT_FILE, SRC_FILE, TGT_FILE):
             if (run_dir / name).is_file():
                 atomic_write_bytes(output / name, (run_dir / name).read_bytes())
-        atomic_write(output / checkpoint.BEST_WEIGHTS,
-                     lambda tmp: save_file(weights, tmp, metadata={"format": "pt"}))
+        atomic_write_bytes(output / checkpoint.BEST_WEIGHTS, checkpoint.weights_file(weights))
         atomic_write_text(output / AVERAGE_FILE, json.dumps(
             {"run": str(run_dir.resolve()), "weights": [p.name for p in sources]}) + "\n")
     except BaseException:

@@ -23,6 +23,7 @@ Weights are stored as safetensors; the training state is read back with
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import pickle
@@ -35,16 +36,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import safetensors.torch
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_model, save_file
+from safetensors.torch import load_model
 
 from ._version import __version__
 from .config import RUNS_DIR, Config, from_dict, resume_config, to_dict
 from .distributed import World
 from .errors import UserError, in_file
 from .events import json_text
-from .files import atomic_write, atomic_write_text
+from .files import atomic_write_bytes, atomic_write_text
 from .models import Seq2Seq, build_model
 from .optim import Updater
 from .random_state import restore_rng, rng_of_rank
@@ -138,13 +140,22 @@ def weights_to_save(model: Seq2Seq) -> dict[str, torch.Tensor]:
     return {min(names): state[min(names)].detach().clone() for names in tied.values()}
 
 
+# Files are made in memory, then written by Python: a full disk is then an OSError (a warning
+# in training), where safetensors' and torch's own writers raise errors of other kinds.
+
+def weights_file(weights: dict[str, torch.Tensor]) -> bytes:
+    """`weights` as the bytes of a safetensors file."""
+    return safetensors.torch.save(weights, metadata={"format": "pt"})
+
+
 def save_weights(model: Seq2Seq, path: Path) -> None:
-    weights = weights_to_save(model)
-    atomic_write(path, lambda tmp: save_file(weights, tmp, metadata={"format": "pt"}))
+    atomic_write_bytes(path, weights_file(weights_to_save(model)))
 
 
 def save_train_state(path: Path, state: dict[str, Any]) -> None:
-    atomic_write(path, lambda tmp: torch.save(state, tmp))
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    atomic_write_bytes(path, buffer.getbuffer())
 
 
 def save_training(run_dir: Path, progress: dict[str, Any], model: Seq2Seq, updater: Updater,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import os
 import queue
 import random
+import resource
 import shutil
 import signal
 import stat
@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -625,31 +626,46 @@ def test_nan_steps_are_skipped_then_training_stops(corpus, tmp_path):
     assert [r["step"] for r in records if r["kind"] == "skipped"] == [5, 8, 8, 8]
 
 
+@contextmanager
+def file_size_limit(size: int):
+    """Files written inside grow to `size` bytes at most: past it the kernel refuses the write
+    (EFBIG), as a full disk does (ENOSPC)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the process is killed
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
 def test_failed_save_is_reported_and_the_previous_checkpoint_kept(corpus, tmp_path,
                                                                   monkeypatch):
+    """The kernel refusing the writes from step 16 on (safetensors' and torch's own writers
+    raised errors of other kinds than OSError there: a traceback ended the run)."""
     events = []
     trainer = Trainer(tiny_config(corpus, 16), prepare_run_dir(tmp_path / "run"), events.append)
-    real_write = checkpoint.atomic_write
-    files = {}
+    real_write = files._write_and_replace
+    saved = {}
 
     def disk_full(path, write):
-        if trainer.progress.step >= 16:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(path, write)
+        with file_size_limit(1024) if trainer.progress.step >= 16 else nullcontext():
+            real_write(path, write)
 
     def remember(event):
         events.append(event)
         if event["kind"] == "step" and event["step"] == 9:
-            files.update({p.name: p.read_bytes() for p in trainer.run_dir.iterdir()
+            saved.update({p.name: p.read_bytes() for p in trainer.run_dir.iterdir()
                           if p.suffix in (".pt", ".safetensors")})
 
-    monkeypatch.setattr(checkpoint, "atomic_write", disk_full)
+    monkeypatch.setattr(files, "_write_and_replace", disk_full)
     trainer.emit = remember
     trainer.run()
     warnings = [e["message"] for e in events if e["kind"] == "warning"]
-    assert warnings and "No space left on device" in warnings[0]
+    assert warnings and "could not save a checkpoint (File too large)" in warnings[0]
     assert "previous one is kept" in warnings[0]
-    for name, data in files.items():
+    for name, data in saved.items():
         assert (trainer.run_dir / name).read_bytes() == data, name
 
 
