@@ -23,18 +23,26 @@ Weights are stored as safetensors; the training state is read back with
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
+import os
 import pickle
 import platform
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 import safetensors.torch
 import torch
@@ -82,6 +90,34 @@ def prepare_run_dir(run_dir: Path) -> Path:
     except OSError as e:
         raise UserError(f"--run {run_dir}: cannot create directory ({e.strerror})") from None
     return run_dir
+
+
+@contextlib.contextmanager
+def claimed(run_dir: Path, world: World) -> Iterator[None]:
+    """`run_dir` trained by this run alone while inside: a second `nmt train` into it (a new
+    run, a resume) is refused instead of writing its log and weights among this one's. The
+    claim is a lock on the folder (rank 0's), which ends with the process however it ends.
+    Where the system has no such locks (Windows, some network file systems), nothing is
+    claimed."""
+    if not world.is_main or fcntl is None:
+        yield
+        return
+    try:
+        folder = os.open(run_dir, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"{run_dir}: another `nmt train` is training this run now; wait "
+                            "for it to end, or choose another --run") from None
+        except OSError:  # no locks there
+            pass
+        yield
+    finally:
+        os.close(folder)
 
 
 LIBRARIES = ("sentencepiece", "sacrebleu")  # recorded in config.json, beside Python and torch

@@ -313,17 +313,33 @@ def train(config: Config, run_dir: Path | None = None,
     world = distributed.init(resolve_device(config.train.device))
     run_dir = Path(world.from_main(str(run_dir or new_run_dir(config))))
     created = not run_dir.exists()
-    if world.is_main:
+    if world.is_main and created:
         prepare_run_dir(run_dir)
-    world.barrier()
-    try:
-        with stop_at_once():
-            trainer = Trainer(config, run_dir, on_event or (lambda event: None))
-    except BaseException:  # bad data or device: leave no half-made run behind
-        if created and world.is_main:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    return run_to_the_end(trainer)
+    with checkpoint.claimed(run_dir, world):  # first: a run may have begun in it unsaved
+        if world.is_main:
+            prepare_run_dir(run_dir)  # refuses a folder that holds files
+        world.barrier()
+        try:
+            with stop_at_once():
+                trainer = Trainer(config, run_dir, on_event or (lambda event: None))
+        except BaseException:  # bad data or device: leave no half-made run behind
+            if world.is_main:
+                remove_unstarted(run_dir, created)
+            raise
+        return run_to_the_end(trainer)
+
+
+def remove_unstarted(run_dir: Path, created: bool) -> None:
+    """Remove what a run that failed to start wrote: the folder it created, or what it wrote
+    into the empty one it was given."""
+    if created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for path in run_dir.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
@@ -332,26 +348,27 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
     run_dir, on_event = Path(run_dir), on_event or (lambda event: None)
     config, state = checkpoint.load_for_resume(run_dir, overrides or {})
     world = distributed.init(resolve_device(config.train.device))
-    check_resumed_alike(world, state["progress"], run_dir)
-    note = on_event if world.is_main else (lambda event: None)
-    before = checkpoint.read_config(run_dir)[0]
-    if before.data.data_dir != config.data.data_dir:  # a corpus moved elsewhere
-        note(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} "
-                  f"(it was {before.data.data_dir or 'the bundled sample'})"))
-    ranks = len(state["rng"]) if isinstance(state.get("rng"), list) else 1  # that saved it
-    then = state.get("update_batches", ranks * before.train.accum)  # older states lack it
-    if then != (now := world.size * config.train.accum):
-        keeps = (f"; --set train.accum={then // world.size} keeps them at {then}"
-                 if then % world.size == 0 else "")
-        note(info(f"an update took {then} batches ({ranks} processes x train.accum "
-                  f"{then // ranks}) and now takes {now} ({world.size} x "
-                  f"{config.train.accum}): the run goes on otherwise than it would have"
-                  + keeps))
-    if world.is_main:
-        checkpoint.remove_partial_writes(run_dir)
-    with stop_at_once():
-        trainer = Trainer(config, run_dir, on_event, state)
-    return run_to_the_end(trainer)
+    with checkpoint.claimed(run_dir, world):
+        check_resumed_alike(world, state["progress"], run_dir)
+        note = on_event if world.is_main else (lambda event: None)
+        before = checkpoint.read_config(run_dir)[0]
+        if before.data.data_dir != config.data.data_dir:  # a corpus moved elsewhere
+            note(info(f"the corpus is now read from {config.data.data_dir or 'the bundled sample'} "
+                      f"(it was {before.data.data_dir or 'the bundled sample'})"))
+        ranks = len(state["rng"]) if isinstance(state.get("rng"), list) else 1  # that saved it
+        then = state.get("update_batches", ranks * before.train.accum)  # older states lack it
+        if then != (now := world.size * config.train.accum):
+            keeps = (f"; --set train.accum={then // world.size} keeps them at {then}"
+                     if then % world.size == 0 else "")
+            note(info(f"an update took {then} batches ({ranks} processes x train.accum "
+                      f"{then // ranks}) and now takes {now} ({world.size} x "
+                      f"{config.train.accum}): the run goes on otherwise than it would have"
+                      + keeps))
+        if world.is_main:
+            checkpoint.remove_partial_writes(run_dir)
+        with stop_at_once():
+            trainer = Trainer(config, run_dir, on_event, state)
+        return run_to_the_end(trainer)
 
 
 def check_resumed_alike(world: distributed.World, progress: dict[str, Any], run_dir: Path

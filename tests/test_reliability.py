@@ -24,12 +24,12 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from nmt_cli import checkpoint, files
+from nmt_cli import checkpoint, distributed, files
 from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import uneven
 from nmt_cli.stopping import stop_signals
-from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume
+from nmt_cli.training import Trainer, TrainingInterrupted, prepare_run_dir, resume, train
 
 from conftest import read_sample, write_corpus
 
@@ -333,6 +333,30 @@ def test_sigterm_while_a_run_is_set_up_leaves_no_half_made_run(corpus, tmp_path)
     other = CliRunner().invoke(app, ["train", "--resume", str(run_dir), "--run",
                                      str(tmp_path / "other")])
     assert other.exit_code == 1 and "use --finetune" in other.output, other.output
+
+
+def test_a_run_directory_is_trained_by_one_run_at_a_time(corpus, reference, tmp_path):
+    """A second training into a folder wrote its log and weights among the first one's (a
+    second `nmt train --run` resumed a live run; a second new run overwrote the first's);
+    and a run that failed to start in a folder given empty left its config and tokenizer
+    there, so that the folder was refused next time."""
+    given = tmp_path / "given"
+    given.mkdir()
+    with pytest.raises(UserError, match="none.vec"):
+        train(tiny_config(corpus, 5, **{"model.src_embeddings": str(tmp_path / "none.vec")}),
+              given)
+    assert list(given.iterdir()) == []
+    run_dir = shutil.copytree(reference, tmp_path / "run")
+    world = distributed.init(torch.device("cpu"))
+    for folder, start in ((given, lambda: train(tiny_config(corpus, 5), given)),
+                          (run_dir, lambda: resume(run_dir, {"train.max_steps": 40}))):
+        before = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+        with checkpoint.claimed(folder, world):  # as a training in another process does
+            with pytest.raises(UserError, match="another `nmt train` is training this run"):
+                start()
+        assert {path.name: path.read_bytes() for path in folder.iterdir()
+                if path.is_file()} == before
+    assert train(tiny_config(corpus, 5), given) == given  # once the other has ended
 
 
 def test_a_fine_tuning_run_can_be_resumed_from_before_its_first_validation(corpus, reference,
