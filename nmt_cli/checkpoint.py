@@ -67,6 +67,7 @@ EMA_WEIGHTS = "ema.safetensors"
 EMA_LAST_WEIGHTS = "ema-last.safetensors"
 KEPT_WEIGHTS = re.compile(r"step-(\d+)\.safetensors")
 TRAIN_STATE = "train_state.pt"
+EXPORT_FILE = "nmt-export.json"  # marks a CTranslate2 export (ct2_export.py), no run
 METRICS_FILE = "metrics.jsonl"
 ATTENTION_DIR = "attention"  # train.attention_plots: attention/step-NNNNNN-K.png
 
@@ -298,6 +299,9 @@ class Run:
 
 def read_config(run_dir: Path) -> tuple[Config, dict[str, Any]]:
     path = run_dir / CONFIG_FILE
+    if (run_dir / EXPORT_FILE).is_file():
+        raise UserError(f"{run_dir}: a CTranslate2 export, not a run directory; decode it "
+                        "with --engine ctranslate2")
     if not path.is_file():
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
     try:

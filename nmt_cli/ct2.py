@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from .alignment import word_alignments
-from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, read_config
+from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, EXPORT_FILE, read_config
 from .config import DecodeConfig, check_engine
 from .errors import UserError
 from .files import sha256_of
@@ -51,7 +51,6 @@ from .tokenizer import Tokenizer
 from .translate import Engine, Translation, detokenize, encode_prefixes, encode_source
 
 INSTALL_HINT = 'CTranslate2 is not installed; install it with: pip install "nmt-cli[ct2]"'
-EXPORT_FILE = "nmt-export.json"  # marks an nmt export; its default place is RUN/ctranslate2
 EXPORT_DIR = "ctranslate2"
 RANK_PENALTY = 1e-3  # CTranslate2's length penalty exponent: ranks by about log P, never 0
 NO_HYPOTHESIS = -1e9  # CTranslate2 scores the copies that fill a beam -1e10
@@ -123,8 +122,10 @@ def run_languages(run: Path) -> list[str]:
 
 def compute_type(precision: str, quantize: str) -> str:
     """CTranslate2's compute type for nmt's --precision and --quantize: auto keeps the type
-    the model was exported in."""
-    return "int8" if quantize == "int8" else COMPUTE_TYPES[precision]
+    the model was exported in; int8 weights compute the rest in --precision (int8_bfloat16)."""
+    if quantize == "int8":
+        return "int8" if precision == "auto" else f"int8_{COMPUTE_TYPES[precision]}"
+    return COMPUTE_TYPES[precision]
 
 
 class CTranslate2Translator(Engine):

@@ -31,9 +31,9 @@ import torch
 from torch import nn
 
 from ._version import __version__
-from .checkpoint import BEST_WEIGHTS, Run, load_run
+from .checkpoint import BEST_WEIGHTS, EXPORT_FILE, Run, load_run
 from .config import EXPORT_QUANTIZATIONS, check_choice
-from .ct2 import EXPORT_FILE, import_ctranslate2
+from .ct2 import import_ctranslate2
 from .errors import UserError
 from .files import sha256_of
 from .guided_alignment import ALIGNMENT_LAYER, alignment_layer

@@ -211,6 +211,8 @@ def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize
 
 
 class Translator(Engine):
+    int8 = False  # linear layers quantized (from_run's quantize="int8"), which compute in fp32
+
     def __init__(self, run: Run, device: torch.device,
                  warn: Callable[[str], None] | None = None):
         self.run, self.device, self.run_dir = run, device, run.path
@@ -245,7 +247,9 @@ class Translator(Engine):
         models = [quantize_int8(run.model, resolved) if quantize == "int8" else run.model
                   for run in runs]
         model = models[0] if len(models) == 1 else Ensemble(models)
-        return cls(dataclasses.replace(runs[0], model=model), resolved)
+        translator = cls(dataclasses.replace(runs[0], model=model), resolved)
+        translator.int8 = quantize == "int8"
+        return translator
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -297,6 +301,9 @@ class Translator(Engine):
         """Each line's source ids and hypotheses (translate_nbest's, as ids): by
         constrained search where a line has terms to place, else by search.py's."""
         self.move_to(config.device)
+        if self.int8 and config.precision in ("bf16", "fp16"):  # quantize_dynamic's layers
+            raise UserError(f"--quantize int8: its layers compute in float32 (fp32); drop "
+                            f"--precision {config.precision}")
         src_ids = self.encode(lines, config)
         prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
                                      self.run.model.max_positions, self.warn)

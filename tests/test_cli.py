@@ -111,6 +111,12 @@ def test_int8_quantization_replaces_linear_layers_and_still_translates(trained_r
     assert len(outputs) == 2 and all(outputs)
     result = invoke("translate", "--run", str(trained_run), "--quantize", "int8", "Hello.")
     assert result.exit_code == 0 and result.stdout.strip()
+    for precision in ("bf16", "fp16"):  # a traceback: the int8 layers take float32 only
+        half = invoke("translate", "--run", str(trained_run), "--quantize", "int8",
+                      "--precision", precision, "Hello.")
+        assert half.exit_code == 1 and half.output.strip() == (
+            f"error: --quantize int8: its layers compute in float32 (fp32); drop --precision "
+            f"{precision}"), half.output
 
 
 def test_eval_bleu_equals_the_sacrebleu_command(trained_run, small_corpus, tmp_path):

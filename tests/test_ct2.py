@@ -215,6 +215,15 @@ def test_translate_and_eval_with_either_engine(cli_run, tmp_path):
     assert len(scores) == 1
 
 
+def test_int8_weights_compute_the_rest_in_the_precision_asked_for():
+    from nmt_cli.ct2 import compute_type
+
+    assert [compute_type(precision, "int8") for precision in ("auto", "fp32", "bf16")] == [
+        "int8", "int8_float32", "int8_bfloat16"]  # bf16 was dropped: int8 alone
+    assert [compute_type(precision, "none") for precision in ("auto", "fp16")] == [
+        "default", "float16"]
+
+
 def test_export_errors_are_one_line(cli_run, tmp_path):
     (tmp_path / "in.en").write_text(TEST[0] + "\n", encoding="utf-8")
     one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2"),
@@ -233,6 +242,9 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
     assert (cli_run / "model.safetensors").is_file() and (other / "keep.txt").is_file()
     one_line_error(invoke("export", str(cli_run / "ctranslate2"), "--format", "ctranslate2",
                           "-o", str(tmp_path / "again")), "a CTranslate2 export, not a run")
+    for command in (["translate", "Hello."], ["eval"]):  # was: expected a "config" object
+        one_line_error(invoke(*command, "--run", str(cli_run / "ctranslate2")),
+                       "a CTranslate2 export, not a run directory", "--engine ctranslate2")
     one_line_error(invoke("export", str(tmp_path / "nowhere"), "--format", "ctranslate2"),
                    "nowhere")
     one_line_error(invoke("translate", "--engine", "ctranslate2", "--run", str(tmp_path),
