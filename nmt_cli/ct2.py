@@ -253,7 +253,8 @@ class CTranslate2Translator(Engine):
         CTranslate2 4.8.5); the rows after it are each hypothesis's own."""
         results = self.translator.translate_batch(
             [self.tokenizer.src.id_to_piece(src_ids[i]) for i in rows], beam_size=1,
-            max_decoding_length=1, max_batch_size=config.batch_size, max_input_length=0,
+            max_decoding_length=1, max_batch_size=min(config.batch_size, len(rows)),
+            max_input_length=0,
             return_attention=True)
         for i, result in zip(rows, results):
             yield i, result.attention[0][0]
@@ -285,6 +286,8 @@ class CTranslate2Translator(Engine):
                   for i in rows] if prefixes else None
         own = [limits[i] for i in rows]
         options = self.options(config, max(own))
+        # no larger than the sentences there: CTranslate2 reserves room for the number asked
+        options["max_batch_size"] = min(config.batch_size, len(rows))
         options["return_attention"] = attention
         if config.beam == 1:
             options["callback"] = lambda step: step.step + 1 >= own[step.batch_id]
@@ -293,7 +296,7 @@ class CTranslate2Translator(Engine):
     def options(self, config: DecodeConfig, limit: int) -> dict:
         """translate_batch's options for one group of sentences whose output limit is `limit`."""
         return {"beam_size": config.beam, "num_hypotheses": config.beam,
-                "length_penalty": RANK_PENALTY, "max_batch_size": config.batch_size,
+                "length_penalty": RANK_PENALTY,
                 "max_input_length": 0, "max_decoding_length": limit,
                 "min_decoding_length": min(config.min_len, limit),
                 "no_repeat_ngram_size": config.no_repeat_ngram,

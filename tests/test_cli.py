@@ -386,7 +386,29 @@ def test_bad_decoding_options_and_text(trained_run, tmp_path):
                        f"--save-hyp {saved}: it is also the input {saved}")
     assert (source.read_text(), hyp.read_text()) == ("hello\n", "Hallo\n")
     one_line_error(invoke("translate", "--run", run, "-i", str(source), "hi"),
-                   "TEXT and -i FILE: give one or the other")
+                   f"TEXT and -i {source}: give one or the other")
+    one_line_error(invoke("translate", "--run", run, "-i", "-", "hi", input="hello\n"),
+                   "TEXT and -i -: give one or the other")  # stdin was left unread
+
+
+def test_options_that_would_change_nothing_are_refused(trained_run):
+    """Sampling's settings without --sampling, and a glossary's without a glossary, were
+    taken and ignored, and eval's line of how it decoded listed them as if used."""
+    run = str(trained_run)
+    for option in (["--temperature", "5"], ["--sampling-topk", "3"], ["--sampling-topp", "0.5"],
+                   ["--sampling-seed", "7"]):
+        for command in (["translate", "Hello."], ["eval"]):
+            one_line_error(invoke(*command, "--run", run, *option),
+                           f"{option[0]}: a setting of --sampling, which is off")
+    one_line_error(invoke("translate", "--run", run, "--glossary-ignore-case", "Hello."),
+                   "--glossary-ignore-case: no glossary to find terms of; give --glossary")
+    one_line_error(invoke("eval", "--run", run, "--glossary-inflect"),
+                   "--glossary-inflect: no terms to inflect")
+    assert invoke("translate", "--run", run, "--sampling", "--temperature", "5",
+                  "Hello.").exit_code == 0
+    sampled = invoke("eval", "--run", run, "--sampling", "--batch-size", "4")
+    assert sampled.exit_code == 0 and "sampling True" in sampled.stdout
+    assert "batch_size 4" in sampled.stdout  # draws follow the batches: named to make again
 
 
 def test_no_file_read_is_written_over_and_a_failed_translation_keeps_the_old_output(

@@ -232,6 +232,9 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
                   "--quantization", "int8").exit_code == 0
     int8 = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run), TEST[0])
     assert int8.exit_code == 0 and int8.stdout.strip()
+    huge = invoke("translate", "--engine", "ctranslate2", "--run", str(cli_run), "--batch-size",
+                  str(2**30), TEST[0])  # CTranslate2 made room for that many: bad_alloc
+    assert huge.exit_code == 0 and huge.stdout == int8.stdout
     other = tmp_path / "other"
     other.mkdir()
     (other / "keep.txt").write_text("mine\n")

@@ -127,3 +127,7 @@ def test_an_output_file_that_is_an_input_is_refused_untouched(run_dir, tmp_path)
                            "-o", str(tmp_path / "out.de")], preexec_fn=lambda: os.close(0),
                           capture_output=True, text=True, timeout=300)  # `<&-`: no stdin at all
     assert done.returncode == 1 and done.stderr == "error: stdin is closed: give TEXT or -i FILE\n"
+    done = subprocess.run([sys.executable, "-m", "nmt_cli", "translate", "--run", str(run_dir),
+                           "Hello."], preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE,
+                          text=True, timeout=300)  # `>&-`: a traceback
+    assert done.returncode == 1 and done.stderr == "error: stdout is closed: give -o FILE\n"

@@ -14,7 +14,7 @@ import sys
 from dataclasses import fields
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
@@ -95,6 +95,13 @@ def check_output(output: Path | None, *inputs: Path | None, stdin: bool = False,
             raise UserError(f"{option} {output}: it is also the input {name}; write elsewhere")
 
 
+def standard_output() -> TextIO:
+    """stdout, to write results to; closed (`>&-`), a one-line error."""
+    if sys.stdout is None:
+        raise UserError("stdout is closed: give -o FILE")
+    return sys.stdout
+
+
 def stdout_is_broken() -> bool:
     """Whether stdout is a pipe that nobody reads any more (poll reports an error on it)."""
     try:
@@ -144,9 +151,13 @@ DECODE_HELP = {  # the options every decoding command takes, one per DecodeConfi
 DECODE_TYPES = {"device": Device, "precision": Precision}
 
 
-def with_decode_options(command):
+def with_decode_options(command=None, *, requests_bring_terms: bool = False):
     """Give `command` one option per DecodeConfig field, with its default, and --quantize.
-    The command receives them gathered as `decode: DecodeConfig` and `quantize: str`."""
+    The command receives them gathered as `decode: DecodeConfig` and `quantize: str`, once
+    checked to be read (unread_decode_options; glossary options without --glossary are read
+    where `requests_bring_terms`, as a server's requests may)."""
+    if command is None:
+        return functools.partial(with_decode_options, requests_bring_terms=requests_bring_terms)
     own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
            if p.name not in ("decode", "quantize")]
     added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
@@ -164,11 +175,33 @@ def with_decode_options(command):
     def wrapper(**kwargs):
         settings = {f.name: kwargs.pop(f.name) for f in fields(DecodeConfig)}
         settings = {k: v.value if isinstance(v, Enum) else v for k, v in settings.items()}
-        return command(decode=DecodeConfig(**settings), quantize=kwargs.pop("quantize").value,
-                       **kwargs)
+        decode = DecodeConfig(**settings)
+        unread_decode_options(decode, requests_bring_terms, kwargs.get("terms_file") is not None)
+        return command(decode=decode, quantize=kwargs.pop("quantize").value, **kwargs)
 
     wrapper.__signature__ = inspect.Signature([*own, *added])
     return wrapper
+
+
+SAMPLING_OPTIONS = ("sampling_topk", "sampling_topp", "temperature", "sampling_seed")
+
+
+def unread_decode_options(decode: DecodeConfig, glossaries: bool, terms: bool) -> None:
+    """Refuse the options that would change nothing, silently: the settings of sampling
+    without --sampling, and how a glossary's terms are found and placed without a glossary
+    (nor `glossaries` coming otherwise, as in a server's requests) or, to place, `terms`
+    (translate's --terms-file)."""
+    default = DecodeConfig()
+    for name in SAMPLING_OPTIONS:
+        if not decode.sampling and getattr(decode, name) != getattr(default, name):
+            raise UserError(f"--{name.replace('_', '-')}: a setting of --sampling, which is "
+                            "off (search decodes)")
+    glossaries = glossaries or bool(decode.glossary)
+    if decode.glossary_ignore_case and not glossaries:
+        raise UserError("--glossary-ignore-case: no glossary to find terms of; give --glossary")
+    if decode.glossary_inflect and not (glossaries or terms):
+        raise UserError("--glossary-inflect: no terms to inflect; give --glossary (or, to "
+                        "translate, --terms-file)")
 
 
 RunOption = Annotated[Path | None, typer.Option(

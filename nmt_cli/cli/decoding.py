@@ -38,6 +38,7 @@ from .common import (
     check_output,
     choices,
     err,
+    standard_output,
     user_errors,
     with_decode_options,
 )
@@ -108,10 +109,12 @@ def translate(
     from ..translate import load_engine
 
     check_nbest(nbest, decode)
+    if text is not None and input_file is not None:
+        raise UserError(f"TEXT and -i {input_file}: give one or the other")
     input_file, output_file = (None if path == Path("-") else path
                                for path in (input_file, output_file))  # "-": stdin, stdout
-    if text is not None and input_file is not None:
-        raise UserError("TEXT and -i FILE: give one or the other")
+    if output_file is None:
+        standard_output()  # closed: said before any work
     from_stdin = text is None and input_file is None
     if from_stdin and sys.stdin is None:
         raise UserError("stdin is closed: give TEXT or -i FILE")
@@ -439,8 +442,10 @@ def text_lines(text: str) -> list[str]:
 def decoding_line(decoding: dict) -> str:
     """How the translations scored were made, in one line: the engine, the weights and the
     search, then every other setting that is not its default but for the device and the
-    batch size, which change no output (--json gives them all)."""
-    changed = set(not_default(decoding)) - {"device", "batch_size"}
+    batch size, which change no output (--json gives them all); but sampling draws in the
+    order of the batches."""
+    changed = set(not_default(decoding)) - {"device", *["batch_size"] * (
+        not decoding.get("sampling"))}
     return "decoded with " + ", ".join(
         f"{key} {' + '.join(value) if isinstance(value, list) else value}"
         for key, value in decoding.items() if key in ALWAYS_SHOWN or key in changed)
@@ -526,7 +531,7 @@ def score(
             write_scores(out)
 
     if output_file is None:
-        write_scores(sys.stdout)
+        write_scores(standard_output())
     else:  # whole or not at all: files of unequal length fail at the end of the shorter
         atomic_write(output_file, write_file)
 

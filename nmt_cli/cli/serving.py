@@ -19,7 +19,7 @@ SERVE_PACKAGES = ("fastapi", "starlette", "pydantic", "uvicorn")
 
 @app.command()
 @user_errors
-@with_decode_options
+@with_decode_options(requests_bring_terms=True)
 def serve(
     decode: DecodeConfig,
     quantize: str,
