@@ -265,7 +265,9 @@ def open_weights(path: Path):
 
 def make_output_dir(output: Path) -> bool:
     """Create `output`, refusing one that holds files; True when it did not exist before."""
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+    if output.exists() and not output.is_dir():
+        raise UserError(f"-o {output}: a file, not a directory; choose a new directory")
+    if output.exists() and any(output.iterdir()):
         raise UserError(f"-o {output}: already holds files; choose a new directory")
     created = not output.exists()
     try:

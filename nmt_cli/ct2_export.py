@@ -152,6 +152,9 @@ def check_export_dir(out_dir: Path, run_dir: Path, force: bool) -> None:
     earlier export, which is replaced. Never the run itself, nor a folder that holds it."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"-o {out_dir}: a file, not a directory")
+    if (above := next((folder for folder in out_dir.parents if folder.exists()), None)) \
+            is not None and not above.is_dir():  # else named by the temporary folder
+        raise UserError(f"-o {out_dir}: {above} is a file, not a directory")
     if not out_dir.exists() or not any(out_dir.iterdir()):
         return
     if run_dir.resolve().is_relative_to(out_dir.resolve()):

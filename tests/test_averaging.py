@@ -285,6 +285,8 @@ def test_bad_requests_are_one_line_errors(reference, tmp_path):
     (taken / "notes.txt").write_text("mine\n")
     one_line_error(invoke("average", run, "-o", str(taken)), str(taken), "already holds files")
     assert [p.name for p in taken.iterdir()] == ["notes.txt"]
+    one_line_error(invoke("average", run, "-o", str(taken / "notes.txt")),
+                   "notes.txt: a file, not a directory")
     one_line_error(invoke("average", str(tmp_path / "nowhere")), "not a run directory")
     plain = known_run(reference, tmp_path / "plain", {})
     one_line_error(invoke("average", str(plain)), "no kept checkpoints", "train.keep_last")

@@ -239,7 +239,8 @@ def test_export_errors_are_one_line(cli_run, tmp_path):
     other.mkdir()
     (other / "keep.txt").write_text("mine\n")
     for out, message in ((cli_run, "it holds the run"), (cli_run.parent, "it holds the run"),
-                         (other, "not an earlier export"), (tmp_path / "in.en", "not a directory")):
+                         (other, "not an earlier export"), (tmp_path / "in.en", "not a directory"),
+                         (tmp_path / "in.en" / "x", "in.en is a file, not a directory")):
         one_line_error(invoke("export", str(cli_run), "--format", "ctranslate2", "-o", str(out),
                               "--force"), f"-o {out}: ", message)
     assert (cli_run / "model.safetensors").is_file() and (other / "keep.txt").is_file()
