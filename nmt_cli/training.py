@@ -28,7 +28,7 @@ import torch
 from . import averaging, checkpoint, distributed, finetune
 from .attention_maps import draw_validation_attention
 from .checkpoint import ATTENTION_DIR, BEST_WEIGHTS, load_weights, new_run_dir, prepare_run_dir
-from .config import Config, with_absolute_paths
+from .config import PATHS, Config, flatten, to_dict, with_absolute_paths
 from .corpus import SHARED, load_training_corpus
 from .data import BatchLoader, token_batches
 from .devices import fast_kernels, keep_freed_memory, mixed_precision, resolve_device
@@ -311,6 +311,7 @@ def train(config: Config, run_dir: Path | None = None,
     """Train a model as `config` says; returns the run directory."""
     config = with_absolute_paths(config)  # as resolve_config gives them
     world = distributed.init(resolve_device(config.train.device))
+    check_started_alike(world, "starts a new run", config)
     run_dir = Path(world.from_main(str(run_dir or new_run_dir(config))))
     created = not run_dir.exists()
     if world.is_main and created:
@@ -348,6 +349,7 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
     run_dir, on_event = Path(run_dir), on_event or (lambda event: None)
     config, state = checkpoint.load_for_resume(run_dir, overrides or {})
     world = distributed.init(resolve_device(config.train.device))
+    check_started_alike(world, "resumes a run", config)
     with checkpoint.claimed(run_dir, world):
         check_resumed_alike(world, state["progress"], run_dir)
         note = on_event if world.is_main else (lambda event: None)
@@ -369,6 +371,27 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
         with stop_at_once():
             trainer = Trainer(config, run_dir, on_event, state)
         return run_to_the_end(trainer)
+
+
+# Settings that name places on a machine, where each machine may keep its own copy
+PER_MACHINE = (*PATHS, "model.src_embeddings", "model.tgt_embeddings")
+
+
+def check_started_alike(world: distributed.World, starts: str, config: Config) -> None:
+    """Every rank starts what rank 0 starts, a new run or a resumed one, with its settings:
+    each machine decides from its own files and options, and a rank that saw no run to
+    resume where rank 0 saw one, or that was given another --max-steps, would wait on the
+    others at another collective until the timeout."""
+    settings = {key: value for key, value in flatten(to_dict(config)).items()
+                if key not in PER_MACHINE}
+    (first, ours), *others = world.everyones((starts, settings))
+    for rank, (starting, theirs) in enumerate(others, 1):
+        if starting != first:
+            raise UserError(f"rank {rank} {starting}, rank 0 {first}; {SHARED}")
+        if changed := [key for key in ours if theirs.get(key) != ours[key]]:
+            raise UserError(f"rank {rank} trains with {changed[0]}={theirs.get(changed[0])!r}, "
+                            f"rank 0 with {ours[changed[0]]!r}: every process must be given "
+                            "the same settings")
 
 
 def check_resumed_alike(world: distributed.World, progress: dict[str, Any], run_dir: Path

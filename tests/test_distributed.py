@@ -127,3 +127,22 @@ def test_a_failure_on_rank_1_ends_both_processes(corpus, tmp_path):
     assert result.returncode != 0
     assert "rank 1 failed on purpose" in result.stdout + result.stderr
     assert time.monotonic() - started < 60
+
+
+def test_ranks_given_other_settings_or_runs_stop_at_once(corpus, pair, tmp_path):
+    """Each machine decides from its own options and files: ranks given another --max-steps,
+    or a rank that saw no run to resume where rank 0 saw one, waited on each other at
+    different collectives until the 30-minute timeout."""
+    result = torchrun(train_args(corpus, tmp_path / "run", steps=9), timeout=90,
+                      RANK_1_READS="9=10")
+    assert result.returncode != 0
+    assert ("error: rank 1 trains with train.max_steps=10, rank 0 with 9: every process must "
+            "be given the same settings") in result.stderr, result.stderr[-2000:]
+    stopped, elsewhere = tmp_path / "stopped", tmp_path / "elsewhere"
+    subprocess.run(["cp", "-r", str(pair[0]), str(stopped)], check=True)
+    result = torchrun(["train", "--run-dir", str(stopped), "--max-steps", str(STEPS + 2)],
+                      timeout=90, RANK_1_READS=f"{stopped}={elsewhere}")
+    assert result.returncode != 0
+    assert ("error: rank 1 starts a new run, rank 0 resumes a run; training on several "
+            "machines needs the run directory on a filesystem all share") in result.stderr
+    assert not elsewhere.exists()
