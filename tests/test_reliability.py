@@ -286,6 +286,27 @@ def test_signal_saves_and_says_how_to_resume(corpus, tmp_path, signum, code):
     assert state["progress"]["step"] == len(step_losses(run_dir))
 
 
+INTERRUPTED_WHILE_LOADING = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class CtrlC(MetaPathFinder):  # Ctrl-C as the command's modules load
+    def find_spec(self, name, path=None, target=None):
+        if name == "nmt_cli.cli":
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, CtrlC())
+from nmt_cli.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback():
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_LOADING, "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
+
+
 def test_second_ctrl_c_stops_at_once_and_leaves_a_loadable_run(corpus, tmp_path):
     run_dir = tmp_path / "run"
     process = nmt(*cli_args(corpus, run_dir, 1000))
