@@ -12,6 +12,13 @@ not the same text: translations that differ only in spacing (a double space, a s
 a full stop) are alike for BLEU, whose tokenizer splits punctuation off, and for chrF, which
 ignores whitespace.
 
+Approximate randomization here counts the trials whose difference reaches the observed one,
+as the test is defined, where sacreBLEU counts those that exceed it. The two differ where
+trials tie with the observation, and ties are the rule when the systems differ in few
+sentences: where they differ in one, every trial's difference is the observed one (swapping
+that sentence only turns its sign), so the test cannot tell them from the same system and
+gives p = 1, where sacreBLEU gives 1/(trials + 1). Bootstrap p-values are sacreBLEU's.
+
 sacreBLEU seeds its resampling from the SACREBLEU_SEED environment variable (default 12345)
 when a PairedTest is built; `compare` sets it for the duration of each test, so the same
 seed gives the same intervals and p-values.
@@ -21,10 +28,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+from sacrebleu import significance
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
@@ -149,7 +158,7 @@ def paired_test(systems: list[tuple[str, list[str]]], references: list[str], tes
                 ) -> tuple[dict[str, str], dict]:
     """Run one sacreBLEU PairedTest over BLEU and chrF: the signatures per metric, and per
     metric one sacrebleu.significance.Result per system (the first is the baseline)."""
-    with sacrebleu_seed(seed):
+    with sacrebleu_seed(seed), counting_ties() if test == "ar" else nullcontext():
         paired = PairedTest(systems, metrics(tokenize), [references], test_type=TEST_TYPES[test],
                             n_samples=samples, n_ar_confidence=samples if with_ci else -1)
         signatures, scores = paired()
@@ -175,6 +184,26 @@ def system_result(index: int, systems: list[tuple[str, list[str]]], results: dic
                                   float(result.ci), p_value("bootstrap", metric),
                                   p_value("ar", metric)))
     return SystemResult(systems[index][0], found)
+
+
+TIE = 1e-9  # differences closer than this to the observed one reach it (rounding aside)
+
+
+@contextmanager
+def counting_ties() -> Iterator[None]:
+    """sacreBLEU's p-value with the trials that tie with the observed difference counted
+    (see the module docstring), for the paired tests run inside."""
+    exceeding = significance._compute_p_value
+
+    def p_value(differences: np.ndarray, observed: float) -> float:
+        reached = int(np.sum(differences >= observed - TIE))
+        return (reached + 1) / (len(differences) + 1)  # sacreBLEU's +1, to stay conservative
+
+    significance._compute_p_value = p_value
+    try:
+        yield
+    finally:
+        significance._compute_p_value = exceeding
 
 
 @contextmanager

@@ -82,7 +82,27 @@ def test_a_system_that_differs_only_where_no_metric_looks_is_not_significant(sys
                        str(changed))
     _, alike, other = out["systems"]
     assert all(m["p_bootstrap"] == 1.0 and m["p_ar"] == 1.0 for m in alike["metrics"])
-    assert all(m["p_bootstrap"] < 1.0 and m["p_ar"] < 1.0 for m in other["metrics"])
+    assert all(m["p_bootstrap"] < 1.0 for m in other["metrics"])
+
+
+def test_randomization_counts_the_trials_that_tie_with_the_observed_difference(systems,
+                                                                              tmp_path):
+    """Systems one sentence apart tie with the observed difference in every trial (swapping
+    that sentence only turns its sign): p = 1, where sacreBLEU's count of the trials that
+    exceed it gave 1/(trials + 1), the strongest evidence there is. Three sentences apart,
+    a quarter of the trials keep all three or swap all three."""
+    lines = systems["a"].read_text(encoding="utf-8").splitlines()
+    apart = {}
+    for count in (1, 3):
+        apart[count] = tmp_path / f"apart{count}.de"
+        apart[count].write_text("".join(
+            f"{' '.join(reversed(line.split())) if i < count else line}\n"
+            for i, line in enumerate(lines)), encoding="utf-8")
+    out = compare_json("--ref", str(systems["ref"]), str(systems["a"]), str(apart[1]),
+                       str(apart[3]))
+    _, one, three = out["systems"]
+    assert [m["p_ar"] for m in one["metrics"]] == [1.0, 1.0]
+    assert all(0.15 < m["p_ar"] < 0.35 for m in three["metrics"]), three
 
 
 def test_one_method_and_the_table(systems):
