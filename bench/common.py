@@ -126,8 +126,10 @@ def write_json(path: Path, data: object) -> None:
 
 
 def new_parser(module: str, doc: str) -> argparse.ArgumentParser:
-    """The command line parser of a benchmark module, named as it is run."""
-    return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
+    """The command line parser of a benchmark module, named as it is run, described by the
+    first paragraph of its docstring."""
+    return argparse.ArgumentParser(prog=f"python -m {module}",
+                                   description=" ".join(doc.strip().split("\n\n")[0].split()))
 
 
 def report_table(compute, json_path: Path | None, markdown) -> None:

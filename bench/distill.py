@@ -20,6 +20,7 @@ teacher's translations to DIR/data/train.de.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -40,20 +41,23 @@ PRESET = "multi30k-transformer-20m"
 
 def distilled_corpus(teacher: Path, corpus: Path, folder: Path) -> float:
     """`folder` as a Multi30k en-de folder whose train.de is the teacher's beam-5 translation
-    of train.en; returns the seconds the translation took. Made once: a folder that holds one
-    already is kept."""
+    of train.en; returns the seconds the translation took. Made once for a teacher: a folder
+    that holds the translation of the same weights (teacher.json says whose) is kept."""
     from nmt_cli.config import DecodeConfig
     from nmt_cli.data import read_lines
+    from nmt_cli.files import sha256_of
     from nmt_cli.learning_curves import read_metrics
     from nmt_cli.translate import Translator
 
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("train.en", "val.en", "val.de", "test_2016_flickr.en", "test_2016_flickr.de"):
         shutil.copyfile(corpus / f"{name}.gz", folder / f"{name}.gz")
-    target = folder / "train.de"
-    if target.is_file():
-        return 0.0
+    target, stamp = folder / "train.de", folder / "teacher.json"
     weights = chosen_weights(read_metrics(teacher))[0]
+    made_by = {"teacher": str(teacher.resolve()), "weights": weights,
+               "sha256": sha256_of(teacher / weights)}
+    if target.is_file() and stamp.is_file() and json.loads(stamp.read_text()) == made_by:
+        return 0.0
     translator = Translator.from_run(teacher, device="cpu", weights=weights)
     start = time.perf_counter()
     outputs = translator.translate(read_lines(corpus / "train.en.gz"),
@@ -62,6 +66,7 @@ def distilled_corpus(teacher: Path, corpus: Path, folder: Path) -> float:
     partial = folder / "train.de.partial"
     partial.write_text("".join(f"{line}\n" for line in outputs), encoding="utf-8")
     partial.rename(target)  # whole or not at all
+    stamp.write_text(json.dumps(made_by) + "\n")  # after: a stamp never names another's
     return seconds
 
 

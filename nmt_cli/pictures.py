@@ -7,7 +7,7 @@ JSON form of what it draws, and a path whose suffix (.png or .svg) picks the for
 
     draw_attention(maps, path)        AttentionMaps.to_json()  (nmt_cli/attention_maps.py)
     draw_curves(runs, path)           [LearningCurve.to_json(), ...]  (learning_curves.py)
-    draw_bleu_by_length(buckets, path, title)   [{"bucket", "sentences", "bleu"}, ...]
+    draw_bleu_by_length(buckets, path, title, basis)   [{"bucket", "sentences", "bleu"}, ...]
     draw_bleu_by_length_of_systems(systems, path, title)   {name: buckets, ...}
     draw_word_map(points, path, title)   [{"label", "x", "y"}, ...]  (word_vectors.py)
 
@@ -241,16 +241,17 @@ def fitted(title: str, figure) -> str:
 
 # BLEU by sentence length -------------------------------------------------------------------
 
-def draw_bleu_by_length(buckets: list[dict], path: Path | str, title: str) -> Path:
+def draw_bleu_by_length(buckets: list[dict], path: Path | str, title: str,
+                        basis: str = "source") -> Path:
     """A bar of BLEU per length bucket ({"bucket": "1-10", "sentences": 120, "bleu": 31.4}),
-    each labelled with its number of sentences."""
+    each labelled with its number of sentences; the lengths are the `basis` side's."""
     path = check_picture_path(path)
     figure = new_figure(max(4.5, 0.8 * len(buckets) + 2.0), 3.8)
     ax = figure.subplots()
     labels = [b["bucket"] for b in buckets]
     bars = ax.bar(labels, [b["bleu"] for b in buckets], color="C0")
     ax.bar_label(bars, [f"{b['sentences']:,}" for b in buckets], fontsize=8, padding=2)
-    ax.set_xlabel("source length (bar label: sentences)")
+    ax.set_xlabel(f"{basis} length in words (bar label: sentences)")
     ax.set_ylabel("BLEU")
     ax.set_ylim(0, max([b["bleu"] for b in buckets] + [1.0]) * 1.15)
     ax.set_title(fitted(title, figure), fontsize=10)

@@ -719,7 +719,8 @@ def test_paragraphs_bench_cuts_the_paragraphs_it_makes(multi30k_layout):
 def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k_layout,
                                                                         tmp_path):
     """The distilled corpus is Multi30k's with train.de the teacher's beam-5 translation of
-    train.en, made once."""
+    train.en, made once for a teacher (another teacher's students were trained on the first
+    one's translations)."""
     from test_nbest import train_tiny_run
 
     from bench.distill import distilled_corpus
@@ -735,8 +736,10 @@ def test_distill_bench_trains_its_students_on_the_teachers_translations(multi30k
     assert translations == Translator.from_run(teacher, "cpu").translate(sources)
     assert distilled_corpus(teacher, multi30k_layout, folder) == 0.0  # kept, not made again
     assert sorted(p.name for p in folder.iterdir()) == [
-        "test_2016_flickr.de.gz", "test_2016_flickr.en.gz", "train.de", "train.en.gz",
-        "val.de.gz", "val.en.gz"]
+        "teacher.json", "test_2016_flickr.de.gz", "test_2016_flickr.en.gz", "train.de",
+        "train.en.gz", "val.de.gz", "val.en.gz"]
+    other = shutil.copytree(teacher, tmp_path / "other")
+    assert distilled_corpus(other, multi30k_layout, folder) > 0  # made again, for it
 
 
 @pytest.mark.parametrize(("preset", "tgt_lang"), [("multi30k-transformer-20m", "de"),

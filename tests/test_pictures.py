@@ -406,12 +406,18 @@ def test_plot_draws_the_score_every_run_ranks_by(runs, tmp_path):
     assert (default == read_png(tmp_path / "chrf.png")).all() and (default != bleu).any()
 
 
-def test_bleu_by_length_bars(tmp_path):
+def test_bleu_by_length_bars(tmp_path, monkeypatch):
     buckets = [{"bucket": "1-10", "sentences": 120, "bleu": 31.5},
                {"bucket": "11-20", "sentences": 300, "bleu": 27.25},
                {"bucket": "21+", "sentences": 80, "bleu": 18.0}]
     path = pictures.draw_bleu_by_length(buckets, tmp_path / "bleu.png", "BLEU by source length")
     assert_real_picture(path, 4.5, 3.8)
+    save, axes = pictures.save, []  # by the references' lengths, named so (it said "source")
+    monkeypatch.setattr(pictures, "save", lambda figure, path: (
+        axes.append(figure.axes[0].get_xlabel()), save(figure, path))[1])
+    pictures.draw_bleu_by_length(buckets, tmp_path / "ref.png", "BLEU by reference length",
+                                 "reference")
+    assert axes == ["reference length in words (bar label: sentences)"]
 
 
 def test_pictures_draw_without_a_display(tmp_path):

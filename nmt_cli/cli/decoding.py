@@ -387,8 +387,9 @@ def eval_command(
     buckets = bleu_by_length(result, lowercase=lowercase) if by_length else None
     show_scores(result, as_json, buckets)
     if picture and buckets is not None:
-        draw_bleu_by_length(buckets, picture, f"BLEU by {length_basis(result)} length: "
-                                              f"{result.hypotheses}")
+        basis = length_basis(result)
+        draw_bleu_by_length(buckets, picture, f"BLEU by {basis} length: {result.hypotheses}",
+                            basis)
 
 
 def show_scores(result: Evaluation, as_json: bool,
@@ -461,14 +462,15 @@ def show_buckets(buckets: list[LengthBucket], basis: str) -> None:
     Console().print(table)
 
 
-def draw_bleu_by_length(buckets: list[LengthBucket], path: Path, title: str) -> None:
+def draw_bleu_by_length(buckets: list[LengthBucket], path: Path, title: str,
+                        basis: str) -> None:
     """Draw through nmt_cli.pictures, imported here so that translating never loads
     matplotlib."""
     try:
         from ..pictures import draw_bleu_by_length as draw
     except ImportError as e:
         raise UserError(f"cannot draw {path}: {e}") from None
-    draw([vars(b) for b in buckets], path, title)
+    draw([vars(b) for b in buckets], path, title, basis)
     err.print(f"wrote {path}", highlight=False)
 
 
