@@ -94,13 +94,13 @@ def prepare_run_dir(run_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def claimed(run_dir: Path, world: World) -> Iterator[None]:
+def claimed(run_dir: Path, main: bool) -> Iterator[None]:
     """`run_dir` trained by this run alone while inside: a second `nmt train` into it (a new
     run, a resume) is refused instead of writing its log and weights among this one's. The
-    claim is a lock on the folder (rank 0's), which ends with the process however it ends.
-    Where the system has no such locks (Windows, some network file systems), nothing is
+    claim is a lock on the folder, rank 0's (`main`), which ends with the process however it
+    ends. Where the system has no such locks (Windows, some network file systems), nothing is
     claimed."""
-    if not world.is_main or fcntl is None:
+    if not main or fcntl is None:
         yield
         return
     try:
@@ -141,10 +141,15 @@ def earlier_versions(run_dir: Path) -> dict[str, str] | None:
     """The versions a run's config.json recorded when it began (none in a new run, or one
     made before they were kept)."""
     try:
-        versions = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))["versions"]
+        description = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+        versions = description["versions"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return versions if isinstance(versions, dict) else None
+    if not isinstance(versions, dict):
+        return None
+    if "nmt" not in versions and "nmt_version" in description:  # kept apart before
+        versions = {"nmt": description["nmt_version"], **versions}
+    return versions
 
 
 def save_config(run_dir: Path, config: Config, tokenizer: Tokenizer,

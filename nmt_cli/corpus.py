@@ -113,6 +113,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if not str(data.data_dir) and new_run:  # an empty $CORPUS in --set data.data_dir=$CORPUS
         report(f"data.data_dir is empty (no --data): training on the sample corpus that comes "
                f"with nmt ({folder})")
+    prepared.check_whole(folder)
     is_prepared = prepared.is_prepared(folder)
     if is_prepared and config.tokenizer.sampling_alpha:
         raise UserError(f"tokenizer.sampling_alpha: {folder} holds token ids (nmt data prepare);"

@@ -100,6 +100,12 @@ class World:
         return self.device if self.device.type == "cuda" else torch.device("cpu")
 
 
+def launched_rank() -> int:
+    """This process's rank as torchrun launched it (0 without torchrun), known before the
+    process group is joined."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def init(device: torch.device) -> World:
     """Join the process group that torchrun describes; a lone process gets World(device=...).
     On CUDA each rank first takes the GPU of its local rank, before any collective runs, so

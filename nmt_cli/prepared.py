@@ -546,6 +546,15 @@ SET_ASIDE = ".replaced"  # in a prepared corpus's folder, the old files while ne
 INCOMING = ".incoming"  # in SET_ASIDE, the names of the new files, once the old are all there
 
 
+def check_whole(folder: Path) -> None:
+    """A folder that a prepare left half-replaced (killed while its files moved: staged) is
+    named as such, not read as a corpus of text with no training files."""
+    if (folder / SET_ASIDE).is_dir() and not is_prepared(folder):
+        raise UserError(f"{folder}: an `nmt data prepare` was stopped there while it replaced "
+                        "the prepared corpus; run it again, which first puts back the corpus "
+                        "that was there")
+
+
 def put_back(out_dir: Path) -> None:
     """The corpus that a replacing prepare set aside (staged), back in `out_dir`, unless the
     new one moved in whole (its prepared.json is there): what a failed move, or a prepare

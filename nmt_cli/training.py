@@ -157,6 +157,10 @@ class Trainer:
                                         self.updater, rng, best,
                                         {"update_batches": update_batches})
         except OSError as e:
+            if not (self.run_dir / checkpoint.TRAIN_STATE).is_file():  # none to go back to
+                raise UserError(f"{self.run_dir}: could not save the run's first checkpoint "
+                                f"({e.strerror or e}); make room, delete the run (rm -r "
+                                f"{self.run_dir}) and train again") from None
             self.emit({"kind": "warning", "message": f"step {self.progress.step}: could not save "
                        f"a checkpoint ({e.strerror or e}); the previous one is kept"})
 
@@ -316,8 +320,8 @@ def train(config: Config, run_dir: Path | None = None,
     created = not run_dir.exists()
     if world.is_main and created:
         prepare_run_dir(run_dir)
-    with checkpoint.claimed(run_dir, world):  # first: a run may have begun in it unsaved
-        if world.is_main:
+    with checkpoint.claimed(run_dir, world.is_main):  # first: a run may have begun unsaved
+        if world.is_main and not created:
             prepare_run_dir(run_dir)  # refuses a folder that holds files
         world.barrier()
         try:
@@ -347,10 +351,10 @@ def resume(run_dir: Path, overrides: dict[str, Any] | None = None,
            on_event: Callable[[Event], None] | None = None) -> Path:
     """Continue a run from its training state; `overrides` may change e.g. its limits."""
     run_dir, on_event = Path(run_dir), on_event or (lambda event: None)
-    config, state = checkpoint.load_for_resume(run_dir, overrides or {})
-    world = distributed.init(resolve_device(config.train.device))
-    check_started_alike(world, "resumes a run", config)
-    with checkpoint.claimed(run_dir, world):
+    with checkpoint.claimed(run_dir, distributed.launched_rank() == 0):  # before it is read
+        config, state = checkpoint.load_for_resume(run_dir, overrides or {})
+        world = distributed.init(resolve_device(config.train.device))
+        check_started_alike(world, "resumes a run", config)
         check_resumed_alike(world, state["progress"], run_dir)
         note = on_event if world.is_main else (lambda event: None)
         before = checkpoint.read_config(run_dir)[0]

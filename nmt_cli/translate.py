@@ -207,6 +207,7 @@ def load_engine(engine: str, run_dir: Path | str, device: str = "auto", quantize
         from .ct2 import CTranslate2Translator  # the optional ct2 extra
 
         return CTranslate2Translator.from_dir(run_dir, device, precision, quantize)
+    check_int8_precision(quantize == "int8", precision)  # a server: before it serves
     return Translator.from_run(run_dir, device, quantize=quantize, ensemble=ensemble)
 
 
@@ -301,9 +302,7 @@ class Translator(Engine):
         """Each line's source ids and hypotheses (translate_nbest's, as ids): by
         constrained search where a line has terms to place, else by search.py's."""
         self.move_to(config.device)
-        if self.int8 and config.precision in ("bf16", "fp16"):  # quantize_dynamic's layers
-            raise UserError(f"--quantize int8: its layers compute in float32 (fp32); drop "
-                            f"--precision {config.precision}")
+        check_int8_precision(self.int8, config.precision)
         src_ids = self.encode(lines, config)
         prefix_ids = encode_prefixes(self.run.tokenizer, prefixes, lines,
                                      self.run.model.max_positions, self.warn)
@@ -600,6 +599,14 @@ def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+def check_int8_precision(int8: bool, precision: str) -> None:
+    """The layers of quantize_int8 take float32 inputs only (under bf16 or fp16 autocast,
+    they fail mid-translation)."""
+    if int8 and precision in ("bf16", "fp16"):
+        raise UserError(f"--quantize int8: its layers compute in float32 (fp32); drop "
+                        f"--precision {precision}")
 
 
 def quantize_int8(model: nn.Module, device: torch.device) -> nn.Module:

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 import nmt_cli
 from nmt_cli.cli import app
-from nmt_cli.config import DecodeConfig
-from nmt_cli.translate import Translator
+from nmt_cli.config import DecodeConfig, UserError
+from nmt_cli.translate import Translator, load_engine
 
 from conftest import read_sample, write_corpus
 
@@ -70,6 +70,12 @@ def test_a_resumed_run_keeps_the_versions_it_began_with(trained_run, tmp_path):
     described = json.loads((run / "config.json").read_text())
     assert described["versions"] == began
     assert described["resumed_with"] == {**began, "torch": torch.__version__}
+    older = {key: value for key, value in began.items() if key != "nmt"}  # nmt's kept apart
+    (run / "config.json").write_text(json.dumps({**described, "nmt_version": "0.0.9",
+                                                 "versions": older}))
+    assert invoke("train", "--resume", str(run), "--max-steps", "22").exit_code == 0
+    assert json.loads((run / "config.json").read_text())["versions"] == {"nmt": "0.0.9",
+                                                                        **older}
     records = [json.loads(line) for line in (trained_run / "metrics.jsonl").open()]
     assert [r["step"] for r in records if r["kind"] == "step"] == list(range(1, 21))
     assert [r["step"] for r in records if r["kind"] == "validate"] == [10, 20]
@@ -111,6 +117,8 @@ def test_int8_quantization_replaces_linear_layers_and_still_translates(trained_r
     assert len(outputs) == 2 and all(outputs)
     result = invoke("translate", "--run", str(trained_run), "--quantize", "int8", "Hello.")
     assert result.exit_code == 0 and result.stdout.strip()
+    with pytest.raises(UserError, match="--quantize int8: its layers compute in float32"):
+        load_engine("torch", trained_run, "cpu", "int8", "bf16")  # a server, before serving
     for precision in ("bf16", "fp16"):  # a traceback: the int8 layers take float32 only
         half = invoke("translate", "--run", str(trained_run), "--quantize", "int8",
                       "--precision", precision, "Hello.")

@@ -535,6 +535,8 @@ def test_a_failed_prepare_leaves_the_corpus_prepared_there_before(corpus, tmp_pa
             with pytest.raises(KeyboardInterrupt):
                 prepare(corpus, out, "en", "de", config.tokenizer, 20, replace=True)
         assert not (out / "prepared.json").exists()
+        with pytest.raises(UserError, match="an `nmt data prepare` was stopped there"):
+            resume(run_dir, {"train.max_steps": 3})  # not "no train file for language 'en'"
         with pytest.raises(UserError, match="line counts differ"):
             prepare(broken, out, "en", "de", config.tokenizer, 20, replace=True)
         assert {path.name: path.read_bytes() for path in out.iterdir()} == before

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from nmt_cli import checkpoint, distributed, files
+from nmt_cli import checkpoint, files
 from nmt_cli.cli import app
 from nmt_cli.config import UserError, apply_overrides, preset
 from nmt_cli.data import uneven
@@ -368,11 +368,14 @@ def test_a_run_directory_is_trained_by_one_run_at_a_time(corpus, reference, tmp_
               given)
     assert list(given.iterdir()) == []
     run_dir = shutil.copytree(reference, tmp_path / "run")
-    world = distributed.init(torch.device("cpu"))
+    unsaved = tmp_path / "unsaved"  # a run setting up: not "delete it", as for a dead one
+    unsaved.mkdir()
+    shutil.copy(run_dir / checkpoint.CONFIG_FILE, unsaved)
     for folder, start in ((given, lambda: train(tiny_config(corpus, 5), given)),
-                          (run_dir, lambda: resume(run_dir, {"train.max_steps": 40}))):
+                          (run_dir, lambda: resume(run_dir, {"train.max_steps": 40})),
+                          (unsaved, lambda: resume(unsaved))):
         before = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
-        with checkpoint.claimed(folder, world):  # as a training in another process does
+        with checkpoint.claimed(folder, main=True):  # as a training in another process does
             with pytest.raises(UserError, match="another `nmt train` is training this run"):
                 start()
         assert {path.name: path.read_bytes() for path in folder.iterdir()
@@ -712,6 +715,17 @@ def test_failed_save_is_reported_and_the_previous_checkpoint_kept(corpus, tmp_pa
     assert "previous one is kept" in warnings[0]
     for name, data in saved.items():
         assert (trainer.run_dir / name).read_bytes() == data, name
+    # the first save failing: nothing to resume from, which the warning claimed there was
+    monkeypatch.setattr(files, "_write_and_replace", real_write)
+    first = Trainer(tiny_config(corpus, 4), prepare_run_dir(tmp_path / "first"), events.append)
+
+    def full(path, write):
+        with file_size_limit(1024):
+            real_write(path, write)
+
+    monkeypatch.setattr(files, "_write_and_replace", full)
+    with pytest.raises(UserError, match="could not save the run's first checkpoint"):
+        first.run()
 
 
 def test_a_run_saved_when_only_bleu_ranked_validations_resumes(corpus, reference, tmp_path):

@@ -513,6 +513,8 @@ def score(
     from ..translate import Translator
 
     check_output(output_file, src, tgt)
+    if output_file is None:
+        standard_output()  # closed: said before any work
     settings = DecodeConfig(batch_size=batch_size, device=device.value,
                             precision=precision.value, tgt_lang=tgt_lang)  # checks them
     translator = Translator.from_run(run or latest_run(), settings.device, ensemble=ensemble)
