@@ -25,7 +25,7 @@ from .corpus import text_record
 from .data import ParallelText, corpus_dir, read_lines, read_parallel, split_pair
 from .errors import UserError
 from .files import atomic_write_text
-from .languages import checked_sources
+from .languages import TAG, checked_sources
 from .translate import load_engine
 
 LANGUAGE_TOKENIZERS = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}  # sacreBLEU's (-l)
@@ -230,13 +230,15 @@ def bucket_labels(edges: tuple[int, ...]) -> list[str]:
 def bleu_by_length(evaluation: Evaluation, edges: tuple[int, ...] = LENGTH_EDGES,
                    lowercase: bool = False) -> list[LengthBucket]:
     """BLEU of each length bucket (length in whitespace-separated words of the source, see
-    length_basis; a blank line counts in the first bucket). Empty buckets are left out,
-    so the buckets' sentences add up to all sentences."""
+    length_basis, less a language tag; a blank line counts in the first bucket). Empty
+    buckets are left out, so the buckets' sentences add up to all sentences."""
     lines = (evaluation.source_lines if evaluation.source_lines is not None
              else evaluation.reference_lines)
     groups: dict[int, list[int]] = {}
     for row, line in enumerate(lines):
-        groups.setdefault(bisect_left(edges, len(line.split())), []).append(row)
+        words = line.split()
+        words = words[1:] if words and TAG.fullmatch(words[0]) else words  # "<2fr> ..."
+        groups.setdefault(bisect_left(edges, len(words)), []).append(row)
     labels, buckets = bucket_labels(edges), []
     for index, rows in sorted(groups.items()):
         hypotheses = [evaluation.translations[row] for row in rows]

@@ -610,6 +610,19 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
     result = invoke("train", "--data", str(prepared), "--run", str(run), "--finetune",
                     str(trained_run), "--max-steps", "1", "--batch-tokens", "1024")
     assert result.exit_code == 0, result.output
+    # prepared longer than the parent reads (its --set data.max_len is the corpus's): this
+    # trained to a traceback at the first step, and --dump-config printed it
+    longer = tmp_path / "longer"
+    assert invoke("data", "prepare", *data, "--out", str(longer), "--tokenizer",
+                  str(short)).exit_code == 0
+    for dump in ([], ["--dump-config"]):
+        result = invoke("train", "--data", str(longer), "--run", str(tmp_path / "long"),
+                        "--finetune", str(short), "--set", "data.max_len=64", *dump)
+        assert result.exit_code == 1 and "Traceback" not in result.output  # after its notes:
+        assert " ".join(result.stderr.split()).endswith(
+            f"error: {longer}: prepared with data.max_len 100, longer than the model reads "
+            "(model.max_positions 64); prepare it again with --set data.max_len=64")
+    assert not (tmp_path / "long").exists()
     assert (run / "spm.model").read_bytes() == (trained_run / "spm.model").read_bytes()
 
 

@@ -213,6 +213,9 @@ def test_bleu_by_length_buckets_every_sentence_and_leaves_empty_buckets_out():
                                                           ("31+", 1)]
     assert all(b.bleu == pytest.approx(100.0) for b in buckets)
     assert bucket_labels((5, 15)) == ["1-5", "6-15", "16+"]
+    tagged = [f"<2de> {' '.join(['w'] * 10)}", "<2fr> " + " ".join(["w"] * 30)]  # tags: no word
+    evaluation = Evaluation("h", "r", 2, [], references[:2], references[:2], tagged)
+    assert [b.bucket for b in bleu_by_length(evaluation)] == ["1-10", "21-30"]
 
 
 def test_compare_translates_run_directories(tiny_run, systems, tmp_path):
