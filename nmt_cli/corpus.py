@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import prepared
+from . import finetune, prepared
 from .config import Config
 from .data import (
     EncodedText,
@@ -51,7 +51,7 @@ from .guided_alignment import (
     read_alignments,
     tokenizer_starts,
 )
-from .languages import check_tags, language_tags, rows_by_language, target_languages
+from .languages import language_tags, rows_by_language, target_languages
 from .tokenizer import Tokenizer, copy_tokenizer, tokenizer_files
 
 
@@ -121,8 +121,7 @@ def load_training_corpus(config: Config, run_dir: Path, world: World, new_run: b
     if is_prepared:  # before its files are looked for
         info = prepared.check_pair(folder, data.src_lang, data.tgt_lang)
     if parent is not None:
-        check_tags(Tokenizer.load(parent), data.tgt_lang, f"--finetune {parent}",
-                   "fine-tune it into the languages it knows")
+        finetune.check_parent_languages(parent, data.tgt_lang)
     val_text = load_split(folder, "val", data.src_lang, data.tgt_lang)
     train_text = None if is_prepared else read_training_text(folder, config)
     # read before the tokenizer trains: a bad file stops the run at once

@@ -21,8 +21,9 @@ from .checkpoint import BEST_WEIGHTS, CONFIG_FILE, read_config
 from .config import Config
 from .data import corpus_dir
 from .errors import UserError
+from .languages import check_tags
 from .prepared import TOKENIZER_MADE_WITH, is_prepared
-from .tokenizer import tokenizer_files
+from .tokenizer import Tokenizer, tokenizer_files
 
 # Model settings a fine-tuning run sets for itself: they shape no weight.
 OWN_MODEL_SETTINGS = ("dropout", "freeze_embeddings")
@@ -55,6 +56,13 @@ def parent_of(config: Config) -> Path | None:
                         "whose pieces the parent's weights do not know; prepare it with "
                         f"`nmt data prepare --tokenizer {parent}`")
     return parent
+
+
+def check_parent_languages(parent: Path, tgt_lang: str) -> None:
+    """The parent's tokenizer holds the tag of each target language, and tags sources only
+    if the run has several."""
+    check_tags(Tokenizer.load(parent), tgt_lang, f"--finetune {parent}",
+               "fine-tune it into the languages it knows")
 
 
 def adopt_parent(config: Config, parent: Path) -> tuple[Config, list[str]]:

@@ -476,6 +476,10 @@ def test_a_model_of_several_languages_does_not_fine_tune_into_one(toy_run, tmp_p
         "data.tgt_lang": "rev", "train.finetune_from": str(toy_run)})
     with pytest.raises(UserError, match="a run into rev alone has none"):
         Trainer(config, prepare_run_dir(tmp_path / "child"), lambda event: None)
+    # --dump-config printed these settings, which training then refuses
+    one_line_error(invoke("train", "--data", str(toy_run.parent / "corpus"), "--tgt-lang", "rev",
+                          "--finetune", str(toy_run), "--dump-config"),
+                   "a run into rev alone has none")
 
 
 def test_an_ensemble_translates_into_one_set_of_languages(toy_run, tmp_path):

@@ -355,6 +355,9 @@ def test_a_resumed_run_keeps_the_tokenizer_settings_it_started_with(prepared, tm
 def test_damaged_or_mismatched_prepared_corpora_are_one_line_errors(prepared, tmp_path):
     with pytest.raises(UserError, match="prepared for en-de, not en-fr"):
         open_prepared(prepared, "en", "fr")
+    dumped = CliRunner().invoke(app, ["train", "--data", str(prepared), "--tgt-lang", "fr",
+                                      "--dump-config"])  # printed what training refuses
+    assert dumped.exit_code == 1 and "prepared for en-de, not en-fr" in dumped.output
     damaged = tmp_path / "damaged"
     subprocess.run(["cp", "-r", str(prepared), str(damaged)], check=True)
     ids = damaged / "train.tgt.bin"

@@ -146,15 +146,17 @@ def settings_to_train(resume: Path | None, preset_name: str | None, config_file:
     given; or a new run's, with those that a fine-tuned parent and a prepared corpus impose."""
     from ..checkpoint import read_config
     from ..data import corpus_dir
-    from ..finetune import adopt_parent, parent_of
-    from ..prepared import is_prepared, with_its_settings
+    from ..finetune import adopt_parent, check_parent_languages, parent_of
+    from ..prepared import check_pair, is_prepared, with_its_settings
 
     if resume is not None:
         return resume_config(read_config(resume)[0], command_line_overrides(settings, options))
     config = resolve_config(preset_name, config_file, settings, options)
-    if (parent := parent_of(config)) is not None:
+    if (parent := parent_of(config)) is not None:  # checked as training checks them
         config = adopt_parent(config, parent)[0]
+        check_parent_languages(parent, config.data.tgt_lang)
     if is_prepared(folder := corpus_dir(config.data.data_dir)):
+        check_pair(folder, config.data.src_lang, config.data.tgt_lang)
         config = with_its_settings(folder, config)[0]
     return config
 
