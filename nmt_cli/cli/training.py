@@ -15,6 +15,7 @@ from ..config import (
     PRESETS,
     Config,
     command_line_overrides,
+    load_toml,
     resolve_config,
     resume_config,
     to_toml,
@@ -106,13 +107,17 @@ def train(
     if resume is not None and (preset_name is not None or config_file or finetune):
         raise UserError("--resume continues a run with its own settings; --preset, --config "
                         "and --finetune apply to new runs only")
-    if finetune is not None and resume is None and preset_name is None and arch is None:
-        options["model.arch"] = parent_arch(finetune)  # its family's preset
-    elif finetune is not None and arch is not None and parent_arch(finetune) not in (
-            None, arch.value):  # it would train the parent's model with another's settings
-        raise UserError(f"--arch {arch.value}: --finetune {finetune} is a "
-                        f"{parent_arch(finetune)} run, and a fine-tuned run keeps its parent's "
-                        "model")
+    # a parent named by --finetune, --set or --config: its family's preset, unless told
+    named = {**(load_toml(config_file) if config_file and resume is None else {}),
+             **command_line_overrides(settings, options)}
+    if resume is None and (parent := named.get("train.finetune_from")):
+        family, chosen = parent_arch(Path(parent)), named.get("model.arch")
+        if chosen is None and preset_name is None:
+            options["model.arch"] = family
+        elif family not in (None, chosen) and chosen is not None:  # its model, others' settings
+            raise UserError(f"{'--arch' if arch else 'model.arch'} {chosen}: --finetune "
+                            f"{parent} is a {family} run, and a fine-tuned run keeps its "
+                            "parent's model")
     if dump_config:
         print(to_toml(settings_to_train(resume, preset_name, config_file, settings, options)),
               end="")
