@@ -308,6 +308,12 @@ def test_each_line_may_open_with_the_tag_of_its_own_language(toy_run, tmp_path):
         one_line_error(invoke("translate", "--run", str(toy_run), "-i", str(tmp_path / "in.src"),
                               "-o", str(tmp_path / "out.txt")), message)
         assert (tmp_path / "out.txt").read_text() == "kept\n"
+    (tmp_path / "in.src").write_text(f"<2rev>\n{test['src'][0]}\n")  # a tag alone: blank
+    (tmp_path / "prefixes").write_text("a\nb\n")
+    blank = invoke("translate", "--run", str(toy_run), "--tgt-lang", "copy", "-i",
+                   str(tmp_path / "in.src"), "--prefix-file", str(tmp_path / "prefixes"))
+    assert blank.exit_code == 0 and blank.stdout.splitlines()[0] == ""
+    assert "input line 1 is blank, and so is its translation" in blank.stderr, blank.stderr
 
 
 def test_a_lines_own_tag_is_its_word_0_in_word_alignments(toy_run):

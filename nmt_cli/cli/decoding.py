@@ -21,7 +21,7 @@ from ..config import DecodeConfig
 from ..errors import UserError
 from ..events import json_text
 from ..files import atomic_write
-from ..languages import checked_sources
+from ..languages import TAG, checked_sources
 from ..pictures import check_picture_path
 from ..sentences import sentence_starts
 from .common import (
@@ -254,8 +254,9 @@ class LineFile:
 
     def check_blank(self, number: int, line: str) -> None:
         """A warning when input line `number` is blank and this file gives it something:
-        a blank line's translation is blank, without it."""
-        if not line.strip() and self.all[number - 1].strip():
+        a blank line's translation is blank, without it (a line of a language tag alone is
+        blank too)."""
+        if not TAG.sub("", line, count=1).strip() and self.all[number - 1].strip():
             print(f"warning: input line {number} is blank, and so is its translation: "
                   f"{self.option} {self.path}:{number} is left out", file=sys.stderr)
 
