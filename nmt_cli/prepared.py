@@ -324,7 +324,8 @@ def with_its_settings(data_dir: Path, config: Config) -> tuple[Config, list[str]
         recorded["data.alignments"] = ",".join(info["alignments"])
     with in_file(Path(data_dir) / PREPARED):
         adopted = apply_overrides(config, recorded)
-    if adopted.data.max_len > (most := adopted.model.max_positions):  # a fine-tuned parent's
+    if adopted.model.arch == "transformer" and adopted.data.max_len > (
+            most := adopted.model.max_positions):  # a fine-tuned parent's (a GRU has no limit)
         raise UserError(f"{data_dir}: prepared with data.max_len {adopted.data.max_len}, longer "
                         f"than the model reads (model.max_positions {most}); prepare it again "
                         f"with --set data.max_len={most}")

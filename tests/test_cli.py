@@ -582,6 +582,9 @@ def test_finetuning_needs_a_trained_run_and_its_tokenizer(trained_run, small_cor
     one_line_error(invoke("train", *data, "--set", f"train.finetune_from={trained_run}",
                           "--set", "model.arch=gru"),  # was silently a Transformer
                    f"model.arch gru: --finetune {trained_run} is a transformer run")
+    (tmp_path / "five.toml").write_text("[train]\nfinetune_from = 5\n")  # not a traceback
+    one_line_error(invoke("train", *data, "--config", str(tmp_path / "five.toml")),
+                   "train.finetune_from: expected str, got 5")
     short = tmp_path / "short"  # a parent that reads at most 64 tokens
     assert invoke("train", *data, "--run", str(short), "--max-steps", "1", "--batch-tokens",
                   "1024", *TINY_SETTINGS, "--set", "model.max_positions=64", "--set",

@@ -314,6 +314,18 @@ def test_each_line_may_open_with_the_tag_of_its_own_language(toy_run, tmp_path):
                    str(tmp_path / "in.src"), "--prefix-file", str(tmp_path / "prefixes"))
     assert blank.exit_code == 0 and blank.stdout.splitlines()[0] == ""
     assert "input line 1 is blank, and so is its translation" in blank.stderr, blank.stderr
+    single = invoke("translate", "--run", str(plain_run(toy_run, tmp_path)), "-i",
+                    str(tmp_path / "in.src"), "--prefix-file", str(tmp_path / "prefixes"))
+    assert single.exit_code == 0 and "blank" not in single.stderr  # "<2rev>" is text there
+
+
+def plain_run(run: Path, tmp_path: Path) -> Path:
+    """`run` as a model of one language ("rev"): a tag is text to it."""
+    plain = shutil.copytree(run, tmp_path / "plain-run")
+    description = json.loads((plain / "config.json").read_text())
+    description["config"]["data"]["tgt_lang"] = "rev"
+    (plain / "config.json").write_text(json.dumps(description))
+    return plain
 
 
 def test_a_lines_own_tag_is_its_word_0_in_word_alignments(toy_run):

@@ -575,3 +575,18 @@ def test_a_resumed_run_refuses_its_corpus_prepared_again_with_another_ratio(prep
                                         r"trained with 1.5"):
         check_filters(again, config)
     check_filters(prepared, config)  # as prepared: fine
+
+
+def test_only_a_transformer_reads_at_most_max_positions_of_a_prepared_corpus(prepared):
+    """A GRU has no table of positions: its corpus may be prepared longer (it was refused)."""
+    from nmt_cli.prepared import with_its_settings
+
+    limit = json.loads((prepared / "prepared.json").read_text())["max_len"] - 1
+    for arch, refused in (("gru", False), ("transformer", True)):
+        config = apply_overrides(preset(arch), {"model.max_positions": limit,
+                                                "data.max_len": limit})
+        if refused:
+            with pytest.raises(UserError, match=f"model.max_positions {limit}"):
+                with_its_settings(prepared, config)
+        else:
+            assert with_its_settings(prepared, config)[0].data.max_len == limit + 1

@@ -168,7 +168,7 @@ def translate(
             out.flush()
             for per_line in (prefixes, terms):
                 if isinstance(per_line, LineFile):
-                    per_line.check_blank(number, line)
+                    per_line.check_blank(number, line, len(translator.target_languages) > 1)
             if not decode.split_sentences and sentence_starts(line):
                 paragraphs += 1
         for per_line in (prefixes, terms):
@@ -252,11 +252,12 @@ class LineFile:
             raise UserError(f"{self.option} {self.path} has fewer lines than the input")
         return line
 
-    def check_blank(self, number: int, line: str) -> None:
+    def check_blank(self, number: int, line: str, tagged: bool) -> None:
         """A warning when input line `number` is blank and this file gives it something:
         a blank line's translation is blank, without it (a line of a language tag alone is
-        blank too)."""
-        if not TAG.sub("", line, count=1).strip() and self.all[number - 1].strip():
+        blank too, for a model of several languages: `tagged`)."""
+        if (not line.strip() or tagged and TAG.fullmatch(line.strip())) \
+                and self.all[number - 1].strip():
             print(f"warning: input line {number} is blank, and so is its translation: "
                   f"{self.option} {self.path}:{number} is left out", file=sys.stderr)
 

@@ -12,6 +12,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..config import (
+    ARCHS,
     PRESETS,
     Config,
     command_line_overrides,
@@ -110,8 +111,9 @@ def train(
     # a parent named by --finetune, --set or --config: its family's preset, unless told
     named = {**(load_toml(config_file) if config_file and resume is None else {}),
              **command_line_overrides(settings, options)}
-    if resume is None and (parent := named.get("train.finetune_from")):
-        family, chosen = parent_arch(Path(parent)), named.get("model.arch")
+    parent, chosen = named.get("train.finetune_from"), named.get("model.arch")
+    if resume is None and parent and isinstance(parent, str) and chosen in (None, *ARCHS):
+        family = parent_arch(Path(parent))  # (a value of another type: resolve_config says)
         if chosen is None and preset_name is None:
             options["model.arch"] = family
         elif family not in (None, chosen) and chosen is not None:  # its model, others' settings
