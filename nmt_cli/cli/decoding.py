@@ -162,13 +162,14 @@ def translate(
     found = translator.translate_nbest_stream(lines, decode, nbest, attention, chunk, prefixes,
                                               alignment, markup, copy_unknown, terms)
     paragraphs = 0  # lines of several sentences translated whole
+    tagged = len(translator.target_languages) > 1  # a line of a tag alone is blank
     try:
         for number, (line, hypotheses) in enumerate(found, 1):
             out.write(render(number, line, hypotheses, output_format.value, nbest))
             out.flush()
             for per_line in (prefixes, terms):
                 if isinstance(per_line, LineFile):
-                    per_line.check_blank(number, line, len(translator.target_languages) > 1)
+                    per_line.check_blank(number, line, tagged)
             if not decode.split_sentences and sentence_starts(line):
                 paragraphs += 1
         for per_line in (prefixes, terms):
@@ -447,8 +448,8 @@ def decoding_line(decoding: dict) -> str:
     search, then every other setting that is not its default but for the device and the
     batch size, which change no output (--json gives them all); but sampling draws in the
     order of the batches."""
-    changed = set(not_default(decoding)) - {"device", *["batch_size"] * (
-        not decoding.get("sampling"))}
+    unchanging = {"device"} if decoding.get("sampling") else {"device", "batch_size"}
+    changed = set(not_default(decoding)) - unchanging
     return "decoded with " + ", ".join(
         f"{key} {' + '.join(value) if isinstance(value, list) else value}"
         for key, value in decoding.items() if key in ALWAYS_SHOWN or key in changed)
